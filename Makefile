@@ -1,0 +1,36 @@
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+
+.PHONY: run test check bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(STAMP)
+
+$(TEST_STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP) $(TEST_STAMP)
+
+run: $(STAMP)
+	$(BIN)/luma check examples
+	$(BIN)/luma check examples/quickstart.luma --format text
+
+test: $(TEST_STAMP)
+	$(BIN)/python -m pytest
+
+check: $(STAMP)
+	$(BIN)/luma check examples
+
+bench: $(STAMP)
+	$(BIN)/python bench/check_startup.py
+	$(BIN)/python bench/check_throughput.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

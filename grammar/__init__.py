@@ -1,0 +1,1 @@
+"""The Luma grammar, shipped as package data (``luma.lark``)."""

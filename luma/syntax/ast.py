@@ -1,0 +1,432 @@
+"""The Luma abstract syntax tree.
+
+Every node is a frozen, slotted dataclass with a ``span``. Nothing here knows about Lark: the
+parse module is the only place that turns parser output into these nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from luma.syntax.source import Span
+
+# --------------------------------------------------------------------------------------- types
+
+
+@dataclass(frozen=True, slots=True)
+class PrimitiveType:
+    """``string``, ``int``, ``float``, ``bool`` or ``any``."""
+
+    name: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class EnumType:
+    values: tuple[str, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ListType:
+    item: TypeExpr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class MapType:
+    value: TypeExpr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class NamedType:
+    """A reference to a declared schema (or tagged union) by name."""
+
+    name: str
+    span: Span
+
+
+TypeExpr = Union[PrimitiveType, EnumType, ListType, MapType, NamedType]
+
+PRIMITIVE_TYPES = ("string", "int", "float", "bool", "any")
+
+# --------------------------------------------------------------------------------- expressions
+
+
+@dataclass(frozen=True, slots=True)
+class Literal:
+    """``null``, ``true``/``false``, an int or a float."""
+
+    value: None | bool | int | float
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class PathStep:
+    """One ``.field`` (``name``) or ``[index]`` (``index``) step of an interpolation path."""
+
+    name: str | None
+    index: int | str | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Placeholder:
+    """``{name.field[0]}`` inside a string literal that appears in a statement."""
+
+    root: str
+    steps: tuple[PathStep, ...]
+    span: Span
+    root_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class BadPlaceholder:
+    """A ``{...}`` in a string that is not a valid path (reported only in statements)."""
+
+    text: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class StringLit:
+    """A string literal.
+
+    ``value`` is the constant text (braces literal), used where the string is a declaration
+    constant. ``parts`` is the same string split into text and placeholders, used where the
+    string appears in a statement.
+    """
+
+    value: str
+    parts: tuple[str | Placeholder | BadPlaceholder, ...]
+    span: Span
+
+    @property
+    def has_placeholders(self) -> bool:
+        return any(not isinstance(p, str) for p in self.parts)
+
+
+@dataclass(frozen=True, slots=True)
+class ListLit:
+    items: tuple[Expr, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectEntry:
+    key: str
+    value: Expr
+    span: Span
+    key_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectLit:
+    entries: tuple[ObjectEntry, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    id: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    obj: Expr
+    name: str
+    span: Span
+    name_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Index:
+    obj: Expr
+    index: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """``f(args)`` (a method of this agent or a built-in) or ``Agent.fn(args)``."""
+
+    callee: Expr
+    args: tuple[Expr, ...]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Unary:
+    op: str  # "-" or "not"
+    operand: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Binary:
+    op: str  # or and == != < <= > >= + - * / %
+    left: Expr
+    right: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """``tool name(expr)``: a direct tool call."""
+
+    tool: str
+    arg: Expr
+    span: Span
+    tool_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """``ask PROMPT -> Type [using tool name]``."""
+
+    prompt: Expr
+    type: TypeExpr
+    using_tool: str | None
+    span: Span
+    using_span: Span | None = None
+
+
+Expr = Union[
+    Literal, StringLit, ListLit, ObjectLit, Name, Member, Index, Call, Unary, Binary, ToolCall, Ask
+]
+
+# ---------------------------------------------------------------------------------- statements
+
+
+@dataclass(frozen=True, slots=True)
+class Assign:
+    """``x = expr`` or, with ``type``, ``x: Type = expr``."""
+
+    target: str
+    type: TypeExpr | None
+    value: Expr
+    span: Span
+    target_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ExprStmt:
+    expr: Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class If:
+    """``if cond { then } else { orelse }``; ``else if`` is an ``If`` alone in ``orelse``."""
+
+    cond: Expr
+    then: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...] | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class For:
+    var: str
+    iterable: Expr
+    body: tuple[Stmt, ...]
+    span: Span
+    var_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Return:
+    value: Expr | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Try:
+    body: tuple[Stmt, ...]
+    err_name: str
+    handler: tuple[Stmt, ...]
+    span: Span
+    err_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Throw:
+    value: Expr
+    span: Span
+
+
+Stmt = Union[Assign, ExprStmt, If, For, Return, Try, Throw]
+
+# -------------------------------------------------------------------------------- declarations
+
+
+@dataclass(frozen=True, slots=True)
+class Annotation:
+    name: str
+    args: tuple[Expr, ...]
+    span: Span
+    name_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """A schema field, tool parameter or function parameter."""
+
+    name: str
+    optional: bool
+    type: TypeExpr
+    annotations: tuple[Annotation, ...]
+    span: Span
+    name_span: Span
+
+    def annotation(self, name: str) -> Annotation | None:
+        for a in self.annotations:
+            if a.name == name:
+                return a
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaDecl:
+    name: str
+    fields: tuple[Field, ...]
+    span: Span
+    name_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class UnionMember:
+    name: str
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class UnionDecl:
+    """``schema Document = Invoice | Receipt tagged by kind``."""
+
+    name: str
+    members: tuple[UnionMember, ...]
+    tag: str
+    span: Span
+    name_span: Span
+    tag_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    key: str
+    value: Expr
+    span: Span
+    key_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class NeedsDecl:
+    name: str
+    type: TypeExpr
+    span: Span
+    name_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDecl:
+    name: str
+    params: tuple[Field, ...]
+    returns: TypeExpr
+    config: tuple[ConfigEntry, ...]
+    needs: tuple[NeedsDecl, ...]
+    span: Span
+    name_span: Span
+
+    def entry(self, key: str) -> ConfigEntry | None:
+        return _entry(self.config, key)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelDecl:
+    name: str
+    config: tuple[ConfigEntry, ...]
+    span: Span
+    name_span: Span
+
+    def entry(self, key: str) -> ConfigEntry | None:
+        return _entry(self.config, key)
+
+
+@dataclass(frozen=True, slots=True)
+class FnDecl:
+    name: str
+    params: tuple[Field, ...]
+    returns: TypeExpr | None
+    body: tuple[Stmt, ...]
+    span: Span
+    name_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class AgentDecl:
+    name: str
+    config: tuple[ConfigEntry, ...]
+    fns: tuple[FnDecl, ...]
+    span: Span
+    name_span: Span
+
+    def entry(self, key: str) -> ConfigEntry | None:
+        return _entry(self.config, key)
+
+    def fn(self, name: str) -> FnDecl | None:
+        for f in self.fns:
+            if f.name == name:
+                return f
+        return None
+
+
+Decl = Union[SchemaDecl, UnionDecl, ToolDecl, ModelDecl, AgentDecl]
+
+
+def _entry(config: tuple[ConfigEntry, ...], key: str) -> ConfigEntry | None:
+    for e in config:
+        if e.key == key:
+            return e
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """A parsed ``.luma`` file: declarations and top-level statements in source order."""
+
+    items: tuple[Decl | Stmt, ...]
+    span: Span
+    declarations: tuple[Decl, ...] = field(default=())
+    statements: tuple[Stmt, ...] = field(default=())
+
+    @staticmethod
+    def of(items: tuple[Decl | Stmt, ...], span: Span) -> Program:
+        decls = tuple(i for i in items if isinstance(i, DECL_TYPES))
+        stmts = tuple(i for i in items if not isinstance(i, DECL_TYPES))
+        return Program(items, span, decls, stmts)  # type: ignore[arg-type]
+
+    def _of_kind(self, kind: type) -> list:  # type: ignore[type-arg]
+        return [d for d in self.declarations if isinstance(d, kind)]
+
+    @property
+    def schemas(self) -> list[SchemaDecl | UnionDecl]:
+        return [d for d in self.declarations if isinstance(d, (SchemaDecl, UnionDecl))]
+
+    @property
+    def tools(self) -> list[ToolDecl]:
+        return self._of_kind(ToolDecl)
+
+    @property
+    def models(self) -> list[ModelDecl]:
+        return self._of_kind(ModelDecl)
+
+    @property
+    def agents(self) -> list[AgentDecl]:
+        return self._of_kind(AgentDecl)
+
+
+DECL_TYPES = (SchemaDecl, UnionDecl, ToolDecl, ModelDecl, AgentDecl)

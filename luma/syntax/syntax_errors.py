@@ -1,0 +1,164 @@
+"""Turn Lark's parse failures into sentences a user understands.
+
+Never a parser state, never a token dump: what was expected, in words, after what, where.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from luma.syntax.lexer import NewlinePostLexer
+
+_KEYWORDS = ("schema tool model agent fn if else for in return try catch throw ask using tagged "
+             "by needs enum map true false null and or not").split()
+
+_NAMES: dict[str, str] = {
+    "NAME": "a name", "INT": "a number", "FLOAT": "a number", "STRING": "a string",
+    "LONG_STRING": "a string", "COLON": "':'", "COMMA": "','", "EQUAL": "'='", "ARROW": "'->'",
+    "DOT": "'.'", "AT": "'@'", "VBAR": "'|'", "LPAR": "'('", "RPAR": "')'", "LSQB": "'['",
+    "RSQB": "']'", "LBRACE": "'{'", "RBRACE": "'}'", "OPTIONAL": "'?'", "PLUS": "'+'",
+    "MINUS": "'-'", "MUL_OP": "an operator", "COMP_OP": "a comparison", "_NL": "a new line",
+    "$END": "the end of the file", "_ELSE": "'else'", "_USING": "'using'",
+}
+_EXPR_START = {"NAME", "INT", "FLOAT", "STRING", "LONG_STRING", "LPAR", "LSQB", "LBRACE",
+               "MINUS", "NOT", "TRUE", "FALSE", "NULL", "TOOL", "ASK"}
+_OPERATORS = {"PLUS", "MINUS", "MUL_OP", "COMP_OP", "AND", "OR", "DOT", "LSQB", "LPAR"}
+
+_OWNER_WORDS = {
+    "schema": "the fields of schema", "tool": "the configuration of tool",
+    "model": "the configuration of model", "agent": "the body of agent",
+    "fn": "the body of function", "tool_params": "the parameters of tool",
+    "fn_params": "the parameters of function",
+}
+
+
+def _name(kind: str) -> str:
+    if kind in _NAMES:
+        return _NAMES[kind]
+    if kind.lower() in _KEYWORDS:
+        return f"'{kind.lower()}'"
+    return kind.lower()
+
+
+def _describe_token(tok: Any) -> str:
+    kind = tok.type
+    if kind == "$END":
+        return "the end of the file"
+    if kind == "_NL":
+        return "the end of the line"
+    value = str(tok.value)
+    if kind == "NAME":
+        return f"the name '{value}'"
+    if kind in ("INT", "FLOAT"):
+        return f"the number {value}"
+    if kind in ("STRING", "LONG_STRING"):
+        short = value if len(value) <= 24 else value[:20] + '..."'
+        return f"the string {short}"
+    if value in _KEYWORDS:
+        return f"the keyword '{value}'"
+    return f"'{value}'"
+
+
+def _summarise(expected: set[str]) -> str:
+    exp = set(expected)
+    words: list[str] = []
+    if {"NAME", "ENUM", "MAP"} <= exp and "INT" not in exp:
+        words.append("a type")
+        exp -= {"NAME", "ENUM", "MAP"}
+    elif "INT" in exp and "NAME" in exp:
+        words.append("an expression")
+        exp -= _EXPR_START
+    if exp & _OPERATORS and words == []:
+        exp -= _OPERATORS
+        if not exp:
+            return "an operator"
+    exp -= _OPERATORS
+    exp.discard("_NL")
+    for k in sorted(exp, key=lambda k: (k not in ("COLON", "RBRACE", "RPAR", "RSQB"), k)):
+        w = _name(k)
+        if w not in words:
+            words.append(w)
+    if not words:
+        return "something else"
+    if len(words) > 4:
+        words = words[:4]
+    if len(words) == 1:
+        return words[0]
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def describe_unexpected(exc: Any, text: str,
+                        postlex: NewlinePostLexer) -> tuple[str, int, int, str | None]:
+    """(message, start, end, hint) for a Lark ``UnexpectedInput``."""
+    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
+
+    frame = postlex.stack[-1] if postlex.stack else None
+    if isinstance(exc, UnexpectedCharacters):
+        pos = exc.pos_in_stream
+        ch = text[pos] if pos < len(text) else ""
+        if ch == '"':
+            return ("this string is never closed", pos, pos + 1,
+                    'a "..." string ends on its own line; use """...""" for text over several lines')
+        if ch == "/" and text.startswith("/*", pos):
+            return ("this comment is never closed: '/*' needs a matching '*/'", pos, pos + 2, None)
+        shown = ch if ch.isprintable() and not ch.isspace() else f"U+{ord(ch):04X}" if ch else "?"
+        hint = None
+        if ch in "!&":
+            hint = "use 'not', 'and' and 'or' for logic"
+        elif ch == "'":
+            hint = "strings use double quotes: \"...\""
+        return (f"unexpected character '{shown}'", pos, pos + 1, hint)
+
+    if isinstance(exc, UnexpectedEOF) or (
+            isinstance(exc, UnexpectedToken) and exc.token.type == "$END"):
+        end = len(text)
+        if frame is not None:
+            closer = {"(": "')'", "[": "']'", "{": "'}'"}[frame.bracket]
+            where = _frame_words(frame)
+            return (f"expected {closer} to close {where} before the end of the file",
+                    frame.start, frame.start + 1,
+                    "the bracket opened here is never closed")
+        expected = set(getattr(exc, "expected", ()) or ())
+        return (f"unexpected end of the file; expected {_summarise(expected)}", end, end, None)
+
+    assert isinstance(exc, UnexpectedToken)
+    tok = exc.token
+    start = tok.start_pos if tok.start_pos is not None else len(text)
+    end = tok.end_pos if tok.end_pos is not None else start
+    if tok.type == "_NL":
+        end = start + 1
+    expected = set(exc.expected or ())
+    last = postlex.last
+    prev = last[-2] if len(last) >= 2 and last[-1] is tok else (last[-1] if last else None)
+    found = _describe_token(tok)
+    hint: str | None = None
+    if str(tok.value) in _KEYWORDS and "NAME" in expected:
+        hint = f"'{tok.value}' is a keyword and cannot be used as a name"
+
+    owner = frame.owner if frame else None
+    if prev is not None and prev.type in ("NAME", "OPTIONAL") and "COLON" in expected:
+        name = prev.value if prev.type == "NAME" else (last[-3].value if len(last) >= 3 else "?")
+        if owner in ("schema", "tool_params", "fn_params"):
+            role = "field" if owner == "schema" else "parameter"
+            return (f"expected ':' after the {role} name '{name}'", start, end, hint)
+        if owner in ("tool", "model", "agent") and len(expected - {"COLON"}) <= 2:
+            return (f"expected ':' after the configuration key '{name}'", start, end, hint)
+
+    if "_NL" in expected or "COMMA" in expected and frame is not None and frame.bracket == "{":
+        if expected & _OPERATORS or tok.type != "_NL":
+            return (f"expected a new line or ',' before {found}", start, end,
+                    hint or "two entries on one line need a ',' between them")
+
+    what = _summarise(expected)
+    after = ""
+    if prev is not None and prev.type != "_NL":
+        after = f" after {_describe_token(prev)}"
+    where = f" in {_frame_words(frame)}" if frame is not None and frame.owner in _OWNER_WORDS else ""
+    return (f"expected {what}{after}{where}, found {found}", start, end, hint)
+
+
+def _frame_words(frame: Any) -> str:
+    words = _OWNER_WORDS.get(frame.owner)
+    if words and frame.owner_name:
+        return f"{words} '{frame.owner_name}'"
+    return {"(": "the '('", "[": "the '['", "{": "the '{'"}[frame.bracket]
