@@ -49,6 +49,10 @@ CODES: dict[str, str] = {
     "E037": "wrong number of arguments",
     "E038": "unknown name",
     "E039": "invalid statement or expression",
+    # host tool modules (checked when tool modules are given)
+    "E040": "tool without a registered handler",
+    "E041": "tool module that cannot be loaded",
+    "E042": "invalid luma.config.json",
     # warnings
     "W001": "tool offered to a model without a description",
     "W002": "variable may be unassigned",
