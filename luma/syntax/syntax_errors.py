@@ -127,7 +127,10 @@ def describe_unexpected(exc: Any, text: str,
     end = tok.end_pos if tok.end_pos is not None else start
     if tok.type == "_NL":
         end = start + 1
-    expected = set(exc.expected or ())
+    expected = _parser_expected(exc)
+    if text.startswith("/*", max(start - 1, 0)) and "*/" not in text[start:]:
+        pos = start - 1 if text.startswith("/*", start - 1) else start
+        return ("this comment is never closed: '/*' needs a matching '*/'", pos, pos + 2, None)
     last = postlex.last
     prev = last[-2] if len(last) >= 2 and last[-1] is tok else (last[-1] if last else None)
     found = _describe_token(tok)
@@ -155,6 +158,18 @@ def describe_unexpected(exc: Any, text: str,
         after = f" after {_describe_token(prev)}"
     where = f" in {_frame_words(frame)}" if frame is not None and frame.owner in _OWNER_WORDS else ""
     return (f"expected {what}{after}{where}, found {found}", start, end, hint)
+
+
+def _parser_expected(exc: Any) -> set[str]:
+    """The terminals the parser could take here. An error raised by the contextual lexer lists the
+    lexer's terminals (the newline is always among them); the parse table is the truth."""
+    parser = getattr(exc, "interactive_parser", None)
+    if parser is not None:
+        try:
+            return {k for k in parser.choices() if k.isupper() or k.startswith("_") and k[1:].isupper()}
+        except Exception:  # the table is only a better guess; never fail while reporting
+            pass
+    return set(exc.expected or ())
 
 
 def _frame_words(frame: Any) -> str:
