@@ -1,0 +1,625 @@
+"""The one validator: JSON values against the neutral JSON Schema the compiler produces.
+
+Structure and messages are Luma's own (short English, one line, Luma type names); patterns use
+Python ``re.fullmatch``; formats are checked by :mod:`luma.schema.formats`. A schema is compiled
+once into a tree of nodes and cached, because validation runs on every tool call.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from luma.schema.compile import PATTERN_KEY, SEVERITY_KEY, TAG_KEY
+from luma.schema.formats import FORMAT_CHECKS
+
+__all__ = [
+    "SchemaError",
+    "SchemaValidator",
+    "Violation",
+    "format_violations",
+    "join_path",
+    "validate",
+    "validate_and_fill",
+    "validator_for",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One broken rule.
+
+    ``path`` is dotted from the validated value (``items[2].qty``; ``""`` is the value itself);
+    ``rule`` names what broke (``type``, ``required``, ``unknown_field``, ``enum``, ``const``,
+    ``tag``, ``range``, ``length``, ``pattern``, ``format``, ``alternatives``); ``soft`` is true for
+    a soft rule that only warns.
+    """
+
+    path: str
+    message: str
+    rule: str
+    soft: bool
+
+    def render(self, prefix: str = "") -> str:
+        """``<prefix>.<path>: <message>``; a union tag reads ``<path> must identify …``."""
+        where = join_path(prefix, self.path)
+        if self.rule == "tag":
+            return f"{where} {self.message}"
+        return f"{where}: {self.message}" if where else self.message
+
+
+def join_path(prefix: str, path: str) -> str:
+    """Join a prefix such as ``calculate.input`` and a violation path such as ``items[0].a``."""
+    if not prefix:
+        return path
+    if not path:
+        return prefix
+    return prefix + path if path.startswith("[") else f"{prefix}.{path}"
+
+
+def format_violations(prefix: str, violations: Sequence[Violation]) -> str:
+    """Every violation on one line: ``calculate.input.a: …; calculate.input.b: …``."""
+    return "; ".join(v.render(prefix) for v in violations)
+
+
+class SchemaError(ValueError):
+    """The schema uses something this validator does not implement, or is malformed."""
+
+
+# ------------------------------------------------------------------------------ rendering
+
+_MAX_SHOWN = 80
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def render_value(value: Any) -> str:
+    """A value for a message: strings quoted like ``'x'``, anything else as compact JSON."""
+    if isinstance(value, str):
+        if len(value) > _MAX_SHOWN:
+            return repr(value[:_MAX_SHOWN - 10])[:-1] + "...'"
+        return repr(value)
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= _MAX_SHOWN else text[:_MAX_SHOWN - 3] + "..."
+
+
+def _render_path(path: _Path) -> str:
+    parts: list[str] = []
+    while path is not None:
+        path, key = path
+        if isinstance(key, int):
+            parts.append(f"[{key}]")
+        elif _IDENTIFIER.fullmatch(key):
+            parts.append("." + key)
+        else:
+            parts.append("[" + json.dumps(key, ensure_ascii=False) + "]")
+    text = "".join(reversed(parts))
+    return text[1:] if text.startswith(".") else text
+
+
+_TYPE_NAMES = {"integer": "int", "number": "float", "string": "string", "boolean": "bool",
+               "null": "null", "array": "list", "object": "object"}
+
+
+def _kind_name(value: Any) -> str:
+    t = type(value)
+    if t is float and not math.isfinite(value):
+        return "a non-finite number"
+    return _VALUE_KIND_NAMES.get(t) or _json_kind_name(value)
+
+
+_VALUE_KIND_NAMES: dict[type, str] = {type(None): "null", bool: "bool", int: "int",
+                                      float: "float", str: "string", list: "list",
+                                      dict: "object"}
+
+
+def _json_kind_name(value: Any) -> str:
+    for t, name in _VALUE_KIND_NAMES.items():
+        if isinstance(value, t) and t is not type(None):
+            return name
+    return type(value).__name__
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+# ------------------------------------------------------------------------------- equality
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality of JSON values: ``true`` is not ``1``, ``1`` equals ``1.0``."""
+    ta, tb = type(a), type(b)
+    if ta is bool or tb is bool:
+        return ta is tb and a == b
+    if ta in (int, float) and tb in (int, float):
+        return bool(a == b)
+    if ta is not tb:
+        return False
+    if ta is list:
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+    if ta is dict:
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+def _copy_json(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(v) for v in value]
+    return value
+
+
+# ------------------------------------------------------------------------------ the walker
+
+# A path is a linked list ``(parent, key)`` so that descending costs one tuple; it is rendered
+# to text only when a violation is recorded.
+_Path = Any
+_MISSING = object()
+
+
+class _Run:
+    """The state of one validation: options and the violations found so far."""
+
+    __slots__ = ("fill", "soft_rules", "infer_tags", "out")
+
+    def __init__(self, fill: bool, soft_rules: bool, infer_tags: bool) -> None:
+        self.fill = fill
+        self.soft_rules = soft_rules
+        self.infer_tags = infer_tags
+        self.out: list[Violation] = []
+
+    def trial(self) -> _Run:
+        return _Run(self.fill, self.soft_rules, self.infer_tags)
+
+    def add(self, path: _Path, message: str, rule: str, soft: bool = False) -> None:
+        self.out.append(Violation(_render_path(path), message, rule, soft))
+
+    def hard_failed(self) -> bool:
+        return any(not v.soft for v in self.out)
+
+
+_JSON_KINDS: dict[type, str] = {type(None): "null", bool: "boolean", str: "string",
+                                list: "array", dict: "object"}
+
+
+class _Node:
+    """A compiled schema. Attributes left ``None`` are keywords the schema does not use."""
+
+    __slots__ = (
+        "label", "never", "ref", "types", "enum", "enum_strings", "const",
+        "props", "required", "additional", "defaults", "items",
+        "minimum", "maximum", "ex_minimum", "ex_maximum", "min_len", "max_len",
+        "min_items", "max_items", "pattern", "pattern_text", "format", "format_check",
+        "soft", "tag", "members", "one_of", "any_of", "all_of",
+    )
+
+    def __init__(self) -> None:
+        for name in self.__slots__:
+            setattr(self, name, None)
+        self.never = False
+        self.soft = False
+
+    # the expected-type phrase of a type mismatch: a schema's name, or Luma type names
+    def expected(self) -> str:
+        if self.label:
+            return str(self.label)
+        names = []
+        for t in self.types or ():
+            if t == "object" and self.props is None and isinstance(self.additional, _Node):
+                names.append("map")
+            else:
+                names.append(_TYPE_NAMES.get(t, t))
+        return " or ".join(names)
+
+    def check(self, value: Any, path: _Path, run: _Run) -> Any:
+        if self.never:
+            run.add(path, "no value is allowed here", "type")
+            return value
+        if self.ref is not None:
+            value = self.ref.check(value, path, run)
+        t = type(value)
+        types = self.types
+        if types is not None:
+            if t is float:
+                if not math.isfinite(value):
+                    ok = False
+                elif "number" in types:
+                    ok = True
+                elif "integer" in types and value.is_integer():
+                    ok = True
+                    if run.fill:
+                        value = int(value)
+                else:
+                    ok = False
+            elif t is int:
+                ok = "integer" in types or "number" in types
+            else:
+                kind = _JSON_KINDS.get(t)
+                if kind is None:
+                    kind = _JSON_KINDS.get(_base_type(value), "")
+                ok = kind in types
+            if not ok:
+                run.add(path, f"expected {self.expected()}, got {_kind_name(value)}", "type")
+                return value
+        if self.enum is not None:
+            if self.enum_strings is not None and t is str:
+                ok = value in self.enum_strings
+            else:
+                ok = any(json_equal(value, e) for e in self.enum)
+            if not ok:
+                shown = ", ".join(render_value(e) for e in self.enum[:12])
+                if len(self.enum) > 12:
+                    shown += ", ..."
+                run.add(path, f"{render_value(value)} is not one of {shown}", "enum")
+                return value
+        if self.const is not None and not json_equal(value, self.const[0]):
+            run.add(path, f"expected {render_value(self.const[0])}, got {render_value(value)}",
+                    "const")
+            return value
+        if t is dict or (t not in _JSON_KINDS and isinstance(value, dict)):
+            if self.tag is not None:
+                return self._union(value, path, run)
+            if self.props is not None or self.additional is not None:
+                value = self._object(value, path, run)
+        elif t is list or (t not in _JSON_KINDS and isinstance(value, list)):
+            value = self._array(value, path, run)
+        elif t is str:
+            self._string(value, path, run)
+        elif t is int or t is float:
+            self._number(value, path, run)
+        if self.one_of is not None:
+            value = self._alternatives(self.one_of, value, path, run, exactly_one=True)
+        if self.any_of is not None:
+            value = self._alternatives(self.any_of, value, path, run, exactly_one=False)
+        if self.all_of is not None:
+            for node in self.all_of:
+                value = node.check(value, path, run)
+        return value
+
+    # objects ---------------------------------------------------------------------------
+    def _object(self, value: dict[str, Any], path: _Path, run: _Run) -> Any:
+        props: dict[str, _Node] = self.props or {}
+        out: dict[str, Any] | None = {} if run.fill else None
+        for name, child in props.items():
+            if name in value:
+                checked = child.check(value[name], (path, name), run)
+                if out is not None:
+                    out[name] = checked
+            elif out is not None and self.defaults and name in self.defaults:
+                out[name] = child.check(_copy_json(self.defaults[name]), (path, name), run)
+        for name in self.required or ():
+            if name not in value and (out is None or name not in out):
+                run.add(path, f"missing required field {name!r}", "required")
+        additional = self.additional
+        for key, item in value.items():
+            if key in props:
+                continue
+            if additional is False:
+                run.add(path, f"unknown field {key!r}", "unknown_field")
+            elif additional is not None:
+                item = additional.check(item, (path, key), run)
+            if out is not None:
+                out[key] = item
+        return value if out is None else out
+
+    def _union(self, value: dict[str, Any], path: _Path, run: _Run) -> Any:
+        members: dict[str, _Node] = self.members
+        tag = value.get(self.tag, _MISSING)
+        member = members.get(tag) if isinstance(tag, str) else None
+        if member is not None:
+            return member.check(value, path, run)
+        if tag is _MISSING and run.infer_tags:
+            fits = []
+            for name, node in members.items():
+                trial = run.trial()
+                result = node.check({self.tag: name, **value}, path, trial)
+                if not trial.hard_failed():
+                    fits.append((result, trial))
+            if len(fits) == 1:
+                result, trial = fits[0]
+                run.out.extend(trial.out)
+                return result
+        run.add((path, self.tag), "must identify a tagged union member.", "tag")
+        return value
+
+    # lists, strings, numbers ---------------------------------------------------------------
+    def _array(self, value: list[Any], path: _Path, run: _Run) -> Any:
+        soft = self.soft and run.soft_rules
+        n = len(value)
+        if self.min_items is not None and n < self.min_items:
+            run.add(path, f"{render_value(value)} has {_plural(n, 'item')}, fewer than the "
+                          f"minimum of {self.min_items}", "length", soft)
+        if self.max_items is not None and n > self.max_items:
+            run.add(path, f"{render_value(value)} has {_plural(n, 'item')}, more than the "
+                          f"maximum of {self.max_items}", "length", soft)
+        items = self.items
+        if items is None:
+            return list(value) if run.fill else value
+        if run.fill:
+            return [items.check(item, (path, i), run) for i, item in enumerate(value)]
+        for i, item in enumerate(value):
+            items.check(item, (path, i), run)
+        return value
+
+    def _string(self, value: str, path: _Path, run: _Run) -> None:
+        soft = self.soft and run.soft_rules
+        if self.min_len is not None or self.max_len is not None:
+            n = len(value)
+            if self.min_len is not None and n < self.min_len:
+                run.add(path, f"{render_value(value)} has {_plural(n, 'character')}, fewer "
+                              f"than the minimum of {self.min_len}", "length", soft)
+            if self.max_len is not None and n > self.max_len:
+                run.add(path, f"{render_value(value)} has {_plural(n, 'character')}, more "
+                              f"than the maximum of {self.max_len}", "length", soft)
+        if self.pattern is not None and self.pattern(value) is None:
+            run.add(path, f"{render_value(value)} does not match the pattern "
+                          f"{self.pattern_text}", "pattern", soft)
+        if self.format_check is not None and not self.format_check(value):
+            run.add(path, f"{render_value(value)} is not a valid {_FORMAT_NAMES[self.format]}",
+                    "format", soft)
+
+    def _number(self, value: float, path: _Path, run: _Run) -> None:
+        soft = self.soft and run.soft_rules
+        if self.minimum is not None and value < self.minimum:
+            run.add(path, f"{render_value(value)} is less than the minimum of "
+                          f"{render_value(self.minimum)}", "range", soft)
+        if self.ex_minimum is not None and value <= self.ex_minimum:
+            run.add(path, f"{render_value(value)} is not greater than "
+                          f"{render_value(self.ex_minimum)}", "range", soft)
+        if self.maximum is not None and value > self.maximum:
+            run.add(path, f"{render_value(value)} is greater than the maximum of "
+                          f"{render_value(self.maximum)}", "range", soft)
+        if self.ex_maximum is not None and value >= self.ex_maximum:
+            run.add(path, f"{render_value(value)} is not less than "
+                          f"{render_value(self.ex_maximum)}", "range", soft)
+
+    def _alternatives(self, nodes: list[_Node], value: Any, path: _Path, run: _Run,
+                      exactly_one: bool) -> Any:
+        fits = []
+        for node in nodes:
+            trial = run.trial()
+            result = node.check(value, path, trial)
+            if not trial.hard_failed():
+                fits.append((result, trial))
+                if not exactly_one:
+                    break
+        if not fits:
+            run.add(path, f"{render_value(value)} does not match any of the allowed shapes",
+                    "alternatives")
+            return value
+        if len(fits) > 1:
+            run.add(path, f"{render_value(value)} matches more than one of the allowed shapes",
+                    "alternatives")
+            return value
+        result, trial = fits[0]
+        run.out.extend(trial.out)
+        return result
+
+
+def _base_type(value: Any) -> type:
+    for t in (bool, str, list, dict):
+        if isinstance(value, t):
+            return t
+    return type(value)
+
+
+_FORMAT_NAMES = {"email": "email address", "uri": "URI", "date": "date (YYYY-MM-DD)",
+                 "date-time": "date-time (RFC 3339)", "uuid": "UUID"}
+
+# ----------------------------------------------------------------------------- compilation
+
+# Keywords that only describe; validation ignores them.
+_ANNOTATIONS = frozenset({
+    "$schema", "$id", "$comment", "$defs", "definitions", "title", "description", "default",
+    "examples", "deprecated", "readOnly", "writeOnly",
+})
+_HANDLED = frozenset({
+    "$ref", "type", "enum", "const", "properties", "required", "additionalProperties", "items",
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
+    "minItems", "maxItems", "pattern", "format", "oneOf", "anyOf", "allOf",
+})
+
+
+class _Compiler:
+    def __init__(self, root: Any) -> None:
+        self.root = root
+        self.nodes: dict[int, _Node] = {}
+
+    def node(self, schema: Any, label: str | None = None) -> _Node:
+        cached = self.nodes.get(id(schema))
+        if cached is not None:
+            return cached
+        node = _Node()
+        # registered before its children are compiled, so recursive $refs find it
+        self.nodes[id(schema)] = node
+        if schema is True or schema == {}:
+            node.label = label
+            return node
+        if schema is False:
+            node.never = True
+            return node
+        if not isinstance(schema, dict):
+            raise SchemaError(f"a schema must be an object or a boolean, not {schema!r}")
+        for key in schema:
+            if key not in _HANDLED and key not in _ANNOTATIONS and not key.startswith("x-"):
+                raise SchemaError(f"unsupported JSON Schema keyword '{key}'")
+        node.label = label
+        if "$ref" in schema:
+            node.ref = self.ref(schema["$ref"])
+        self._types(node, schema)
+        if "enum" in schema:
+            node.enum = list(schema["enum"])
+            if all(type(e) is str for e in node.enum):
+                node.enum_strings = frozenset(node.enum)
+        if "const" in schema:
+            node.const = (schema["const"],)
+        self._object(node, schema)
+        if "items" in schema:
+            node.items = self.node(schema["items"])
+        self._bounds(node, schema)
+        if "pattern" in schema:
+            raw = schema.get(PATTERN_KEY)
+            try:
+                if isinstance(raw, str):
+                    node.pattern = re.compile(raw).fullmatch
+                    node.pattern_text = "'" + raw.encode("unicode_escape").decode("ascii") + "'"
+                else:
+                    node.pattern = re.compile(schema["pattern"]).search
+                    node.pattern_text = render_value(schema["pattern"])
+            except re.error as exc:
+                raise SchemaError(f"invalid pattern {raw or schema['pattern']!r}: {exc}") from None
+        if "format" in schema and schema["format"] in FORMAT_CHECKS:
+            node.format = schema["format"]
+            node.format_check = FORMAT_CHECKS[schema["format"]]
+        node.soft = schema.get(SEVERITY_KEY) == "soft"
+        for key in ("oneOf", "anyOf", "allOf"):
+            if key in schema:
+                branches = schema[key]
+                if not isinstance(branches, list) or not branches:
+                    raise SchemaError(f"'{key}' must be a non-empty list of schemas")
+                setattr(node, {"oneOf": "one_of", "anyOf": "any_of", "allOf": "all_of"}[key],
+                        [self.node(b) for b in branches])
+        if isinstance(schema.get(TAG_KEY), str) and node.one_of is not None:
+            self._union(node, schema)
+        return node
+
+    @staticmethod
+    def _types(node: _Node, schema: dict[str, Any]) -> None:
+        if "type" not in schema:
+            return
+        types = schema["type"]
+        types = [types] if isinstance(types, str) else list(types)
+        for t in types:
+            if t not in _TYPE_NAMES:
+                raise SchemaError(f"unknown JSON Schema type {t!r}")
+        node.types = frozenset(types)
+
+    def _object(self, node: _Node, schema: dict[str, Any]) -> None:
+        if "properties" in schema:
+            node.props = {k: self.node(v) for k, v in schema["properties"].items()}
+            defaults = {k: v["default"] for k, v in schema["properties"].items()
+                        if isinstance(v, dict) and "default" in v}
+            node.defaults = defaults or None
+        if "required" in schema:
+            node.required = tuple(schema["required"])
+        if "additionalProperties" in schema:
+            extra = schema["additionalProperties"]
+            node.additional = False if extra is False else (None if extra is True
+                                                            else self.node(extra))
+
+    @staticmethod
+    def _bounds(node: _Node, schema: dict[str, Any]) -> None:
+        for key, slot in (("minimum", "minimum"), ("maximum", "maximum"),
+                          ("exclusiveMinimum", "ex_minimum"), ("exclusiveMaximum", "ex_maximum"),
+                          ("minLength", "min_len"), ("maxLength", "max_len"),
+                          ("minItems", "min_items"), ("maxItems", "max_items")):
+            if key in schema:
+                bound = schema[key]
+                if type(bound) not in (int, float):
+                    raise SchemaError(f"'{key}' must be a number, not {bound!r}")
+                setattr(node, slot, bound)
+
+    def _union(self, node: _Node, schema: dict[str, Any]) -> None:
+        tag = schema[TAG_KEY]
+        members: dict[str, _Node] = {}
+        for branch, compiled in zip(schema["oneOf"], node.one_of or ()):
+            prop = branch.get("properties", {}).get(tag) if isinstance(branch, dict) else None
+            if not isinstance(prop, dict) or not isinstance(prop.get("const"), str):
+                return  # not a tagged union after all: validate as a plain oneOf
+            members[prop["const"]] = compiled
+        node.tag = tag
+        node.members = members
+        node.one_of = None
+
+    def ref(self, ref: Any) -> _Node:
+        if not isinstance(ref, str) or not ref.startswith("#"):
+            raise SchemaError(f"only local references are supported, not {ref!r}")
+        target: Any = self.root
+        label = None
+        for raw in ref[1:].split("/")[1:] if ref != "#" else []:
+            key = raw.replace("~1", "/").replace("~0", "~")
+            try:
+                target = target[int(key)] if isinstance(target, list) else target[key]
+            except (KeyError, IndexError, ValueError, TypeError):
+                raise SchemaError(f"unresolvable reference {ref!r}") from None
+            label = key
+        return self.node(target, label if ref.startswith("#/$defs/") else None)
+
+
+# ------------------------------------------------------------------------------ public API
+
+
+class SchemaValidator:
+    """A schema compiled for validation. Treat the schema as frozen once compiled."""
+
+    __slots__ = ("schema", "_root")
+
+    def __init__(self, schema: dict[str, Any] | bool) -> None:
+        self.schema = schema
+        self._root = _Compiler(schema).node(schema)
+
+    def validate(self, value: Any, *, soft_rules: bool = True) -> list[Violation]:
+        """Every violation of ``value``; soft rules are reported with ``soft=True`` unless
+        ``soft_rules`` is false, which makes them hard."""
+        run = _Run(False, soft_rules, False)
+        self._root.check(value, None, run)
+        return run.out
+
+    def validate_and_fill(self, value: Any, *, soft_rules: bool,
+                          infer_tags: bool = False) -> tuple[Any, list[Violation]]:
+        """Fill defaults, turn whole floats into ints where an int is expected, and validate.
+
+        With ``infer_tags`` a tagged-union value that lacks its tag gets the tag of the one
+        member it fits (input semantics). The returned value is new wherever the schema
+        describes its structure; parts typed ``any`` are shared with ``value``.
+        """
+        run = _Run(True, soft_rules, infer_tags)
+        result = self._root.check(value, None, run)
+        return result, run.out
+
+
+_CACHE: OrderedDict[int, SchemaValidator] = OrderedDict()
+_CACHE_SIZE = 1024
+_CACHE_LOCK = threading.Lock()
+
+
+def validator_for(schema: dict[str, Any] | bool) -> SchemaValidator:
+    """The cached validator of a schema object (keyed by identity; the schema must not change)."""
+    key = id(schema)
+    with _CACHE_LOCK:
+        found = _CACHE.get(key)
+        if found is not None and found.schema is schema:
+            _CACHE.move_to_end(key)
+            return found
+    compiled = SchemaValidator(schema)
+    with _CACHE_LOCK:
+        _CACHE[key] = compiled
+        _CACHE.move_to_end(key)
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return compiled
+
+
+def validate(schema: dict[str, Any], value: Any, *, soft_rules: bool = True) -> list[Violation]:
+    """Every violation of ``value`` against ``schema`` (hard and soft)."""
+    return validator_for(schema).validate(value, soft_rules=soft_rules)
+
+
+def validate_and_fill(schema: dict[str, Any], value: Any, *, soft_rules: bool,
+                      infer_tags: bool = False) -> tuple[Any, list[Violation]]:
+    """Fill ``@default``s, coerce whole floats to int, then validate; see
+    :meth:`SchemaValidator.validate_and_fill`."""
+    return validator_for(schema).validate_and_fill(value, soft_rules=soft_rules,
+                                                   infer_tags=infer_tags)
+
+
