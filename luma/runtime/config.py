@@ -1,0 +1,178 @@
+"""``luma.config.json`` (RUNTIME.md §2), validated with pydantic.
+
+Every error names its key path (``tool_modules[0].integrity``); an unknown key gets a
+did-you-mean hint. A bad config stops the program before anything runs (exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+
+class ConfigError(Exception):
+    """A config file that cannot be used; ``messages`` has one line per problem."""
+
+    def __init__(self, path: str, messages: list[str]) -> None:
+        super().__init__("\n".join(messages))
+        self.path = path
+        self.messages = messages
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ToolModuleManifest(_Strict):
+    path: str
+    version: str | None = None
+    integrity: str | None = None
+    dependencies: list[str] | None = None
+    dependency_root: str | None = None
+
+    @field_validator("integrity")
+    @classmethod
+    def _integrity_form(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith("sha256-"):
+            raise ValueError("must look like 'sha256-<base64 of the file's sha256>'")
+        return v
+
+
+class ToolModulePolicy(_Strict):
+    sandbox: Literal["none", "strict"] = "none"
+    allow_builtins: list[str] = Field(default_factory=list)
+    allow_env: bool = False
+    allow_network: bool = False
+    max_memory_mb: int | None = Field(default=None, ge=16)
+    max_concurrency: int = Field(default=1, ge=1)
+
+
+class ContextField(_Strict):
+    env: str
+    parse: Literal["string", "json", "number", "integer", "boolean"] = "string"
+
+
+class IdempotencyStoreConfig(_Strict):
+    backend: Literal["memory", "file"] = "memory"
+    path: str | None = None
+    encryption: Literal["aes-256-gcm"] | None = None
+
+
+class LumaConfig(_Strict):
+    tool_modules: list[str | ToolModuleManifest] = Field(default_factory=list)
+    tool_module_policy: ToolModulePolicy | None = None
+    tool_contexts: dict[str, dict[str, ContextField]] = Field(default_factory=dict)
+    idempotency_store: IdempotencyStoreConfig = Field(default_factory=IdempotencyStoreConfig)
+    default_model: str | None = None
+    models: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    def module_manifests(self) -> list[ToolModuleManifest]:
+        """``tool_modules`` with the short form expanded."""
+        return [ToolModuleManifest(path=m) if isinstance(m, str) else m for m in self.tool_modules]
+
+
+_ALLOWED_KEYS: dict[str, tuple[str, ...]] = {
+    "": tuple(LumaConfig.model_fields),
+    "tool_modules[]": tuple(ToolModuleManifest.model_fields),
+    "tool_module_policy": tuple(ToolModulePolicy.model_fields),
+    "idempotency_store": tuple(IdempotencyStoreConfig.model_fields),
+    "tool_contexts.*.*": tuple(ContextField.model_fields),
+}
+
+
+def _key_path(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("str", "ToolModuleManifest") or str(part).startswith(("literal[", "function-")):
+            continue  # union branch names pydantic adds to the location
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _shape(loc: tuple[Any, ...]) -> str:
+    parts = [p for p in loc if p not in ("str", "ToolModuleManifest")]
+    if not parts:
+        return ""
+    if parts[0] == "tool_modules":
+        return "tool_modules[]"
+    if parts[0] == "tool_contexts":
+        return "tool_contexts.*.*"
+    return str(parts[0]) if len(parts) == 1 else ""
+
+
+def _messages(error: ValidationError) -> list[str]:
+    from luma.syntax.diagnostics import did_you_mean
+
+    out: list[str] = []
+    seen: set[str] = set()
+    errors = error.errors()
+    # For `str | Manifest` unions pydantic reports one error per branch; keep the manifest one.
+    manifest_locs = {tuple(e["loc"][:2]) for e in errors
+                     if len(e["loc"]) > 2 and e["loc"][2] == "ToolModuleManifest"}
+    for e in errors:
+        loc = tuple(e["loc"])
+        if len(loc) > 2 and loc[0] == "tool_modules" and loc[2] == "str" and loc[:2] in manifest_locs:
+            continue
+        path = _key_path(loc)
+        if e["type"] == "extra_forbidden":
+            key = str(loc[-1])
+            allowed = _ALLOWED_KEYS.get(_shape(loc[:-1]) if len(loc) > 1 else "", ())
+            hint = did_you_mean(key, allowed) if allowed else None
+            msg = f"{path}: unknown key" + (f"; {hint}" if hint else "")
+        elif loc[:1] == ("tool_modules",) and len(loc) >= 2 and e["type"] in (
+                "model_type", "dict_type", "string_type"):
+            msg = f"{path}: must be a path string or a manifest object with 'path'"
+        elif e["type"] == "missing":
+            msg = f"{path}: required key is missing"
+        else:
+            detail = str(e["msg"])
+            if detail.startswith("Value error, "):
+                detail = detail[len("Value error, "):]
+            msg = f"{path or '(top level)'}: {detail[0].lower() + detail[1:] if detail else detail}"
+            if "input" in e and e["type"] not in ("model_type", "dict_type"):
+                shown = json.dumps(e["input"], default=str)
+                if len(shown) <= 60:
+                    msg += f" (got {shown})"
+        if msg not in seen:
+            seen.add(msg)
+            out.append(msg)
+    return out
+
+
+def parse_config(data: Any, path: str = "luma.config.json") -> LumaConfig:
+    """Validate already-loaded JSON; raises :class:`ConfigError`."""
+    try:
+        return LumaConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(path, _messages(exc)) from None
+
+
+def load_config(path: str | Path) -> LumaConfig:
+    """Read and validate a config file; raises :class:`ConfigError` with located messages."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(str(p), [f"cannot read the config file: {exc.strerror or exc}"]) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(str(p), [f"line {exc.lineno} column {exc.colno}: invalid JSON: "
+                                   f"{exc.msg}"]) from None
+    if not isinstance(data, dict):
+        raise ConfigError(str(p), ["the config must be a JSON object"])
+    return parse_config(data, str(p))
+
+
+def find_config(program_path: str | Path, explicit: str | None = None) -> LumaConfig | None:
+    """``--config PATH`` when given, else ``luma.config.json`` beside the program, else None."""
+    if explicit is not None:
+        return load_config(explicit)
+    beside = Path(program_path).resolve().parent / "luma.config.json"
+    return load_config(beside) if beside.is_file() else None

@@ -1,0 +1,429 @@
+"""The tree-walking interpreter for ``fn`` bodies and top-level statements (LANGUAGE.md §7–§9).
+
+It evaluates the AST directly. Everything with a side effect leaves through the runtime: a
+direct tool call goes to the tool pipeline, an ``ask`` to the ask engine, ``print`` to stderr.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from luma.runtime.errors import LumaError
+from luma.runtime.values import compact_json, deep_equal, is_number, render, short, type_name
+from luma.syntax import ast
+
+if TYPE_CHECKING:
+    from luma.runtime.engine import Runtime
+
+
+@dataclass(slots=True)
+class MethodCall:
+    """One agent method call (or the top-level program): the scope of the circuit breaker."""
+
+    agent: ast.AgentDecl | None
+    fn: str | None
+    failures: int = 0
+    open_error: LumaError | None = None
+
+
+@dataclass(slots=True)
+class _Frame:
+    vars: dict[str, Any]
+    method: MethodCall
+    agent: ast.AgentDecl | None = None
+    depth: int = 0
+    last: Any = None
+    spans: list[Any] = field(default_factory=list)
+
+
+class _Return(Exception):
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+MAX_CALL_DEPTH = 200
+
+
+class Interpreter:
+    """Runs a checked program. One instance per run."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.program = runtime.program
+        self.agents = {a.name: a for a in self.program.agents}
+
+    # entry points ------------------------------------------------------------------------
+    async def run_top_level(self) -> Any:
+        """Run the top-level statements in order; the result is the last statement's value."""
+        frame = _Frame({}, MethodCall(None, None))
+        return await self._block(self.program.statements, frame)
+
+    async def call_method(self, agent_name: str, fn_name: str, args: dict[str, Any]) -> Any:
+        """Call ``Agent.fn`` with named arguments (from the command line)."""
+        agent = self.agents.get(agent_name)
+        if agent is None:
+            raise LumaError("AGENT_NOT_FOUND", f"Unknown agent '{agent_name}'.")
+        fn = agent.fn(fn_name)
+        if fn is None:
+            raise LumaError("FN_NOT_FOUND", f"Agent '{agent_name}' has no method '{fn_name}'.")
+        return await self._invoke(agent, fn, args, 0)
+
+    # functions ---------------------------------------------------------------------------
+    async def _invoke(self, agent: ast.AgentDecl, fn: ast.FnDecl, args: dict[str, Any],
+                      depth: int) -> Any:
+        if depth > MAX_CALL_DEPTH:
+            raise LumaError("CALL_DEPTH", f"{agent.name}.{fn.name}: calls nested deeper than "
+                            f"{MAX_CALL_DEPTH} levels (unbounded recursion?)")
+        where = f"{agent.name}.{fn.name}"
+        known = {p.name for p in fn.params}
+        for key in args:
+            if key not in known:
+                raise LumaError("ARGUMENT_INVALID", f"{where}.input.{key}: unknown argument")
+        checked, violations = self.runtime.validate(
+            self.runtime.schemas.fields_schema(fn.params), args, soft_rules=False)
+        hard = [v for v in violations if not v.soft]
+        if hard:
+            raise LumaError("ARGUMENT_INVALID", self.runtime.format_violations(
+                f"{where}.input", hard))
+        frame = _Frame(dict(checked), MethodCall(agent, fn.name), agent, depth)
+        for p in fn.params:
+            frame.vars.setdefault(p.name, None)
+        self.runtime.telemetry.emit("agent.call", agent=agent.name, fn=fn.name)
+        try:
+            result = await self._block(fn.body, frame)
+        except _Return as ret:
+            result = ret.value
+        if fn.returns is not None:
+            result = self._check_type(result, fn.returns, "RETURN_INVALID", f"{where}.output",
+                                      output=True)
+        return result
+
+    def _check_type(self, value: Any, type_: ast.TypeExpr, code: str, where: str,
+                    *, output: bool) -> Any:
+        schema = self.runtime.schemas.standalone(type_)
+        checked, violations = self.runtime.validate(schema, value, soft_rules=output)
+        hard = [v for v in violations if not v.soft]
+        if hard:
+            raise LumaError(code, self.runtime.format_violations(where, hard, code=code))
+        for v in violations:
+            self.runtime.soft_warning(where, v)
+        return checked
+
+    # statements --------------------------------------------------------------------------
+    async def _block(self, stmts: tuple[ast.Stmt, ...], frame: _Frame) -> Any:
+        value: Any = None
+        for stmt in stmts:
+            try:
+                value = await self._stmt(stmt, frame)
+            except LumaError as err:
+                if err.span is None:
+                    err.span = stmt.span
+                raise
+        return value
+
+    async def _stmt(self, stmt: ast.Stmt, frame: _Frame) -> Any:
+        if isinstance(stmt, ast.Assign):
+            value = await self._expr(stmt.value, frame)
+            if stmt.type is not None:
+                code = "TOOL_OUTPUT_INVALID" if isinstance(stmt.value, ast.ToolCall) else "TYPE_INVALID"
+                where = (f"{stmt.value.tool}.output" if isinstance(stmt.value, ast.ToolCall)
+                         else stmt.target)
+                value = self._check_type(value, stmt.type, code, where, output=True)
+            frame.vars[stmt.target] = value
+            return value
+        if isinstance(stmt, ast.ExprStmt):
+            return await self._expr(stmt.expr, frame)
+        if isinstance(stmt, ast.If):
+            cond = await self._expr(stmt.cond, frame)
+            if not isinstance(cond, bool):
+                raise LumaError("TYPE_INVALID",
+                                f"an if condition must be a bool, got {type_name(cond)} "
+                                f"{short(cond)}")
+            if cond:
+                return await self._block(stmt.then, frame)
+            if stmt.orelse is not None:
+                return await self._block(stmt.orelse, frame)
+            return None
+        if isinstance(stmt, ast.For):
+            items = await self._expr(stmt.iterable, frame)
+            if not isinstance(items, list):
+                raise LumaError("TYPE_INVALID",
+                                f"for ... in needs a list, got {type_name(items)} {short(items)}")
+            value = None
+            for item in items:
+                frame.vars[stmt.var] = item
+                value = await self._block(stmt.body, frame)
+            return value
+        if isinstance(stmt, ast.Return):
+            value = None if stmt.value is None else await self._expr(stmt.value, frame)
+            raise _Return(value)
+        if isinstance(stmt, ast.Try):
+            try:
+                return await self._block(stmt.body, frame)
+            except LumaError as err:
+                frame.vars[stmt.err_name] = err.to_value()
+                return await self._block(stmt.handler, frame)
+        if isinstance(stmt, ast.Throw):
+            value = await self._expr(stmt.value, frame)
+            raise _thrown(value)
+        raise AssertionError(f"unknown statement {type(stmt).__name__}")
+
+    # expressions -------------------------------------------------------------------------
+    async def _expr(self, e: ast.Expr, frame: _Frame) -> Any:
+        if isinstance(e, ast.Name):
+            return frame.vars.get(e.id)
+        if isinstance(e, ast.Literal):
+            return e.value
+        if isinstance(e, ast.StringLit):
+            return self._interpolate(e, frame)
+        if isinstance(e, ast.ToolCall):
+            arg = await self._expr(e.arg, frame)
+            return await self.runtime.direct_tool_call(e.tool, arg, frame.agent, frame.method)
+        if isinstance(e, ast.Member):
+            obj = await self._expr(e.obj, frame)
+            if isinstance(obj, dict):
+                return obj.get(e.name)
+            raise LumaError("TYPE_INVALID",
+                            f"cannot read field '{e.name}' of {type_name(obj)} {short(obj)}")
+        if isinstance(e, ast.Index):
+            return _index(await self._expr(e.obj, frame), await self._expr(e.index, frame))
+        if isinstance(e, ast.Binary):
+            return await self._binary(e, frame)
+        if isinstance(e, ast.Unary):
+            operand = await self._expr(e.operand, frame)
+            if e.op == "not":
+                if not isinstance(operand, bool):
+                    raise LumaError("TYPE_INVALID", f"'not' needs a bool, got {type_name(operand)}")
+                return not operand
+            if not is_number(operand):
+                raise LumaError("TYPE_INVALID", f"'-' needs a number, got {type_name(operand)}")
+            return -operand
+        if isinstance(e, ast.ListLit):
+            return [await self._expr(i, frame) for i in e.items]
+        if isinstance(e, ast.ObjectLit):
+            return {entry.key: await self._expr(entry.value, frame) for entry in e.entries}
+        if isinstance(e, ast.Call):
+            return await self._call(e, frame)
+        if isinstance(e, ast.Ask):
+            prompt = await self._expr(e.prompt, frame)
+            if not isinstance(prompt, str):
+                prompt = render(prompt)
+            return await self.runtime.ask(frame.agent, frame.method, prompt, e.type, e.using_tool)
+        raise AssertionError(f"unknown expression {type(e).__name__}")
+
+    def _interpolate(self, s: ast.StringLit, frame: _Frame) -> str:
+        if len(s.parts) == 1 and isinstance(s.parts[0], str):
+            return s.parts[0]
+        out: list[str] = []
+        for part in s.parts:
+            if isinstance(part, str):
+                out.append(part)
+            elif isinstance(part, ast.Placeholder):
+                value = frame.vars.get(part.root)
+                for step in part.steps:
+                    if step.name is not None:
+                        if not isinstance(value, dict):
+                            raise LumaError("TYPE_INVALID", f"cannot read field '{step.name}' of "
+                                            f"{type_name(value)} in {{{part.root}...}}")
+                        value = value.get(step.name)
+                    else:
+                        value = _index(value, step.index)
+                out.append(render(value))
+            else:
+                out.append(part.text)
+        return "".join(out)
+
+    async def _binary(self, e: ast.Binary, frame: _Frame) -> Any:
+        op = e.op
+        left = await self._expr(e.left, frame)
+        if op in ("and", "or"):
+            if not isinstance(left, bool):
+                raise LumaError("TYPE_INVALID", f"'{op}' needs bools, got {type_name(left)}")
+            if (op == "and" and not left) or (op == "or" and left):
+                return left
+            right = await self._expr(e.right, frame)
+            if not isinstance(right, bool):
+                raise LumaError("TYPE_INVALID", f"'{op}' needs bools, got {type_name(right)}")
+            return right
+        right = await self._expr(e.right, frame)
+        if op == "==":
+            return deep_equal(left, right)
+        if op == "!=":
+            return not deep_equal(left, right)
+        if op == "+":
+            if is_number(left) and is_number(right):
+                return left + right
+            if isinstance(left, str) and isinstance(right, str):
+                return left + right
+            if isinstance(left, list) and isinstance(right, list):
+                return left + right
+            raise LumaError("TYPE_INVALID", f"cannot add {type_name(left)} and {type_name(right)}")
+        if op in ("<", "<=", ">", ">="):
+            if not ((is_number(left) and is_number(right))
+                    or (isinstance(left, str) and isinstance(right, str))):
+                raise LumaError("TYPE_INVALID",
+                                f"cannot compare {type_name(left)} {op} {type_name(right)}")
+            if op == "<":
+                return left < right
+            if op == "<=":
+                return left <= right
+            if op == ">":
+                return left > right
+            return left >= right
+        if not (is_number(left) and is_number(right)):
+            raise LumaError("TYPE_INVALID",
+                            f"'{op}' needs numbers, got {type_name(left)} and {type_name(right)}")
+        if op == "-":
+            return left - right
+        if op == "*":
+            return left * right
+        if right == 0:
+            raise LumaError("DIVISION_BY_ZERO", f"division by zero in '{op}'")
+        if op == "/":
+            result = left / right
+            if isinstance(left, int) and isinstance(right, int) and result.is_integer():
+                return int(result)
+            return result
+        return left % right
+
+    async def _call(self, e: ast.Call, frame: _Frame) -> Any:
+        callee = e.callee
+        args = [await self._expr(a, frame) for a in e.args]
+        if isinstance(callee, ast.Member) and isinstance(callee.obj, ast.Name) \
+                and callee.obj.id in self.agents:
+            agent = self.agents[callee.obj.id]
+            fn = agent.fn(callee.name)
+            if fn is None:
+                raise LumaError("FN_NOT_FOUND", f"Agent '{agent.name}' has no method '{callee.name}'.")
+            return await self._invoke(agent, fn, _bind(fn, args), frame.depth + 1)
+        if isinstance(callee, ast.Name):
+            if frame.agent is not None:
+                fn = frame.agent.fn(callee.id)
+                if fn is not None:
+                    return await self._invoke(frame.agent, fn, _bind(fn, args), frame.depth + 1)
+            builtin = _BUILTINS.get(callee.id)
+            if builtin is not None:
+                if callee.id == "print":
+                    self.runtime.print(" ".join(render(a) for a in args))
+                    return None
+                return builtin(*args) if _arity_ok(callee.id, len(args)) else _arity_error(
+                    callee.id, len(args))
+            raise LumaError("FN_NOT_FOUND", f"Unknown function '{callee.id}'.")
+        raise LumaError("TYPE_INVALID", "only functions and agent methods can be called")
+
+
+# ------------------------------------------------------------------------------------ helpers
+
+
+def _thrown(value: Any) -> LumaError:
+    if not isinstance(value, dict) or not isinstance(value.get("code"), str) \
+            or not isinstance(value.get("message"), str):
+        return LumaError("TYPE_INVALID", "throw needs an object with 'code' and 'message' "
+                         f"strings, got {short(value)}")
+    extra = {k: v for k, v in value.items()
+             if k not in ("code", "message", "retryable", "tool", "details")}
+    retryable = value.get("retryable") is True
+    return LumaError(value["code"], value["message"], retryable=retryable,
+                     tool=value.get("tool") if isinstance(value.get("tool"), str) else None,
+                     details=value.get("details"), extra=extra)
+
+
+def _index(obj: Any, index: Any) -> Any:
+    if isinstance(obj, list):
+        if type(index) is not int:
+            raise LumaError("TYPE_INVALID", f"a list index must be an int, got {type_name(index)}")
+        return obj[index] if 0 <= index < len(obj) else None
+    if isinstance(obj, dict):
+        if not isinstance(index, str):
+            raise LumaError("TYPE_INVALID", f"an object key must be a string, got {type_name(index)}")
+        return obj.get(index)
+    raise LumaError("TYPE_INVALID", f"cannot index {type_name(obj)} {short(obj)}")
+
+
+def _bind(fn: ast.FnDecl, args: list[Any]) -> dict[str, Any]:
+    if len(args) > len(fn.params):
+        raise LumaError("ARGUMENT_INVALID", f"'{fn.name}' takes {len(fn.params)} "
+                        f"argument{'s' if len(fn.params) != 1 else ''}, got {len(args)}")
+    return {p.name: a for p, a in zip(fn.params, args)}
+
+
+def _len(x: Any) -> int:
+    if isinstance(x, (str, list, dict)):
+        return len(x)
+    raise LumaError("TYPE_INVALID", f"len() needs a string, list or object, got {type_name(x)}")
+
+
+def _str(x: Any) -> str:
+    return render(x)
+
+
+def _int(x: Any) -> int:
+    if isinstance(x, bool) or x is None:
+        raise LumaError("TYPE_INVALID", f"int() cannot convert {type_name(x)}")
+    if isinstance(x, int):
+        return x
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            raise LumaError("TYPE_INVALID", f"int() cannot convert {x}")
+        return int(x)
+    if isinstance(x, str):
+        try:
+            return int(x.strip())
+        except ValueError:
+            try:
+                f = float(x.strip())
+            except ValueError:
+                raise LumaError("TYPE_INVALID", f"int() cannot convert {short(x)}") from None
+            if f.is_integer():
+                return int(f)
+            raise LumaError("TYPE_INVALID", f"int() cannot convert {short(x)}") from None
+    raise LumaError("TYPE_INVALID", f"int() cannot convert {type_name(x)}")
+
+
+def _float(x: Any) -> float:
+    if is_number(x):
+        return float(x)
+    if isinstance(x, str):
+        try:
+            f = float(x.strip())
+        except ValueError:
+            raise LumaError("TYPE_INVALID", f"float() cannot convert {short(x)}") from None
+        if math.isfinite(f):
+            return f
+    raise LumaError("TYPE_INVALID", f"float() cannot convert {short(x)}")
+
+
+def _keys(x: Any) -> list[str]:
+    if isinstance(x, dict):
+        return list(x)
+    raise LumaError("TYPE_INVALID", f"keys() needs an object, got {type_name(x)}")
+
+
+def _range(*args: Any) -> list[int]:
+    if not all(type(a) is int for a in args):
+        raise LumaError("TYPE_INVALID", "range() needs ints")
+    if len(args) == 1:
+        return list(range(args[0]))
+    return list(range(args[0], args[1]))
+
+
+_BUILTINS: dict[str, Any] = {
+    "len": _len, "str": _str, "int": _int, "float": _float, "json": compact_json, "keys": _keys,
+    "range": _range, "print": print,
+}
+_ARITY = {"len": (1, 1), "str": (1, 1), "int": (1, 1), "float": (1, 1), "json": (1, 1),
+          "keys": (1, 1), "range": (1, 2)}
+
+
+def _arity_ok(name: str, n: int) -> bool:
+    lo, hi = _ARITY.get(name, (0, 1 << 30))
+    return lo <= n <= hi
+
+
+def _arity_error(name: str, n: int) -> Any:
+    lo, hi = _ARITY[name]
+    want = str(lo) if lo == hi else f"{lo} or {hi}"
+    raise LumaError("ARGUMENT_INVALID", f"{name}() takes {want} argument"
+                    f"{'s' if hi != 1 else ''}, got {n}")
