@@ -1,0 +1,237 @@
+"""Running a compiled program (CLI.md "Running a program").
+
+Start-up is all-or-nothing: the config, the tool modules and every handler are checked before
+any statement runs (exit 2). Then the chosen code runs; its result is printed to stdout as JSON
+(exit 0), or a Luma error is printed to stderr with where it happened in the source (exit 1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from luma.compile import CheckedFile
+from luma.runtime.errors import LumaError
+
+EXIT_OK, EXIT_FAILED, EXIT_START = 0, 1, 2
+
+
+@dataclass(slots=True)
+class RunOptions:
+    tool_modules: list[str] = field(default_factory=list)
+    config_path: str | None = None
+    agent: str | None = None
+    fn: str = "run"
+    input: str | None = None                      # JSON text or @FILE
+    args: list[tuple[str, str]] = field(default_factory=list)
+    model: str | None = None
+    trace: str | None = None
+    record: str | None = None
+    replay: str | None = None
+    verbose: bool = False
+
+
+class StartError(Exception):
+    """The program cannot start; ``lines`` are shown on stderr, one per problem."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def run_checked(checked: CheckedFile, options: RunOptions, *, stdout: IO[str] | None = None,
+                stderr: IO[str] | None = None) -> int:
+    """Run a program that compiled; returns the exit code."""
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    assert checked.program is not None
+    try:
+        runtime, target = prepare(checked, options, err)
+    except StartError as exc:
+        for line in exc.lines:
+            err.write(f"error: {line}\n")
+        return EXIT_START
+    try:
+        result = asyncio.run(_execute(runtime, target))
+    except LumaError as exc:
+        err.write(describe_error(exc, checked))
+        return EXIT_FAILED
+    finally:
+        runtime.telemetry.close()
+    try:
+        text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        err.write(f"error[RESULT_INVALID]: the program's result is not a JSON value: {exc}\n")
+        return EXIT_FAILED
+    out.write(text + "\n")
+    out.flush()
+    return EXIT_OK
+
+
+@dataclass(slots=True)
+class Target:
+    """What runs: the top-level statements, or ``agent.fn(args)``."""
+
+    agent: str | None
+    fn: str | None
+    args: dict[str, Any]
+
+
+def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str]) -> tuple[Any, Target]:
+    """Everything before the first statement: config, modules, handlers, what runs."""
+    from luma.runtime.config import ConfigError, find_config
+    from luma.runtime.engine import Runtime
+    from luma.runtime.telemetry import Telemetry
+
+    program = checked.program
+    assert program is not None
+    program_path = Path(checked.source.path)
+    try:
+        config = find_config(program_path, options.config_path)
+    except ConfigError as exc:
+        raise StartError([f"{exc.path}: {m}" for m in exc.messages]) from None
+
+    handlers = _load_handlers(program_path, options, config)
+    missing = [t.name for t in program.tools if t.name not in handlers]
+    if missing:
+        raise StartError([f"'{name}' is not registered in the tool registry." for name in missing])
+
+    target = choose_target(checked, options)
+    try:
+        telemetry = Telemetry(options.trace, verbose=options.verbose, stderr=stderr)
+    except OSError as exc:
+        raise StartError([f"cannot write the trace file {options.trace}: "
+                          f"{exc.strerror or exc}"]) from None
+    try:
+        runtime = Runtime(program, handlers=handlers, config=config, telemetry=telemetry,
+                          stderr=stderr, base_dir=str(program_path.resolve().parent))
+    except LumaError as exc:
+        telemetry.close()
+        raise StartError([exc.message]) from None
+    _attach_ask_engine(runtime, options)
+    return runtime, target
+
+
+def _load_handlers(program_path: Path, options: RunOptions, config: Any) -> dict[str, Any]:
+    from luma.runtime.modules import ToolModuleError, ToolRegistry, load_tool_module
+
+    paths: list[str] = []
+    if config is not None:
+        base = program_path.resolve().parent
+        for manifest in config.module_manifests():
+            p = Path(manifest.path)
+            paths.append(str(p if p.is_absolute() else base / p))
+    paths.extend(options.tool_modules)
+    registry = ToolRegistry()
+    problems: list[str] = []
+    for path in paths:
+        try:
+            registry.add(load_tool_module(path))
+        except ToolModuleError as exc:
+            where = f"{exc.path}:{exc.line}: " if exc.line else ""
+            problems.append(f"{where}{exc.message}" if where else exc.message)
+    if problems:
+        raise StartError(problems)
+    return dict(registry.handlers)
+
+
+def choose_target(checked: CheckedFile, options: RunOptions) -> Target:
+    """``--agent`` → that agent's method; else the top-level statements; else the single
+    agent's ``run``."""
+    program = checked.program
+    assert program is not None
+    args = _arguments(options)
+    agents = {a.name: a for a in program.agents}
+    if options.agent is not None:
+        agent = agents.get(options.agent)
+        if agent is None:
+            from luma.syntax.diagnostics import did_you_mean
+
+            hint = did_you_mean(options.agent, list(agents))
+            raise StartError([f"unknown agent '{options.agent}'" + (f"; {hint}" if hint else "")])
+        if agent.fn(options.fn) is None:
+            names = ", ".join(f.name for f in agent.fns) or "none"
+            raise StartError([f"agent '{agent.name}' has no method '{options.fn}' "
+                              f"(its methods: {names})"])
+        return Target(agent.name, options.fn, args)
+    if program.statements:
+        if args:
+            raise StartError(["--input/--arg give arguments to an agent method, but this program "
+                              "runs its top-level statements; add --agent NAME"])
+        return Target(None, None, {})
+    if len(agents) == 1:
+        (agent,) = agents.values()
+        if agent.fn(options.fn) is None:
+            raise StartError([f"agent '{agent.name}' has no method '{options.fn}'"])
+        return Target(agent.name, options.fn, args)
+    if not agents:
+        raise StartError(["nothing to run: the program has no top-level statements and no agent"])
+    raise StartError([f"nothing to run: the program has {len(agents)} agents and no top-level "
+                      "statements; choose one with --agent NAME"])
+
+
+def _arguments(options: RunOptions) -> dict[str, Any]:
+    args: dict[str, Any] = {}
+    if options.input is not None:
+        text = options.input
+        if text.startswith("@"):
+            try:
+                text = Path(text[1:]).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise StartError([f"--input: cannot read {text[1:]}: {exc.strerror or exc}"]) from None
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise StartError([f"--input is not valid JSON: {exc.msg} at line {exc.lineno} "
+                              f"column {exc.colno}"]) from None
+        if not isinstance(value, dict):
+            raise StartError(["--input must be a JSON object of argument names to values"])
+        args.update(value)
+    for key, raw in options.args:
+        try:
+            args[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            args[key] = raw
+    return args
+
+
+def _attach_ask_engine(runtime: Any, options: RunOptions) -> None:
+    try:
+        from luma.models.ask import AskEngine
+    except ImportError:
+        return
+    runtime.ask_engine = AskEngine(runtime, default_model=options.model, record=options.record,
+                                   replay=options.replay)
+
+
+async def _execute(runtime: Any, target: Target) -> Any:
+    from luma.runtime.interpreter import Interpreter
+
+    interpreter = Interpreter(runtime)
+    try:
+        if target.agent is None:
+            return await interpreter.run_top_level()
+        assert target.fn is not None
+        return await interpreter.call_method(target.agent, target.fn, target.args)
+    finally:
+        close = getattr(runtime, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def describe_error(exc: LumaError, checked: CheckedFile) -> str:
+    """``error[CODE]: message`` and where in the ``.luma`` source it happened."""
+    lines = [f"error[{exc.code}]: {exc.message}"]
+    if exc.span is not None:
+        source = checked.source
+        line, col = source.line_col(exc.span.start)
+        lines.append(f"  --> {source.path}:{line}:{col}")
+        text = source.line_text(line)
+        if text.strip():
+            lines.append(f"   | {text.strip()}")
+    return "\n".join(lines) + "\n"
+
