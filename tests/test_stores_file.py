@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from luma.runtime.file_store import FileIdempotencyStore
 from luma.runtime.stores import (
-    FileIdempotencyStore,
     IdempotencyOutcome,
     StoreError,
     StoreStartupError,

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from luma.runtime.file_store import FileIdempotencyStore
 from luma.runtime.stores import (
     IdempotencyOutcome,
     MemoryIdempotencyStore,
@@ -290,7 +291,8 @@ def test_a_non_positive_ttl_is_a_programming_error() -> None:
 def test_open_idempotency_store_from_config(tmp_path: Any) -> None:
     assert isinstance(open_idempotency_store(base_dir=tmp_path), MemoryIdempotencyStore)
     store = open_idempotency_store("file", base_dir=tmp_path)
-    assert store.persistent and store.path == tmp_path / ".luma-idempotency.json"  # type: ignore[attr-defined]
+    assert isinstance(store, FileIdempotencyStore) and store.persistent
+    assert store.path == tmp_path / ".luma-idempotency.json"
     with pytest.raises(StoreStartupError) as caught:
         open_idempotency_store("redis", base_dir=tmp_path)
     assert caught.value.message == (

@@ -18,7 +18,8 @@ import random
 import sys
 from typing import Any
 
-from luma.runtime.stores import FileIdempotencyStore, input_fingerprint
+from luma.runtime.file_store import FileIdempotencyStore
+from luma.runtime.stores import input_fingerprint
 
 TOOL = "db_write"
 
