@@ -1,0 +1,264 @@
+"""HTTP for the model providers: one ``httpx.AsyncClient`` per run, retries, errors, recording.
+
+Every provider adapter posts its JSON through ``ModelHttp.post_json``, which
+
+- retries 408, 409, 429, 5xx and connection failures, ``max_retries`` times, with exponential
+  backoff and jitter, honouring ``Retry-After`` (seconds or an HTTP date) and ``retry-after-ms``;
+- applies the model's ``timeout`` (ms) to each request;
+- turns every failure into a ``LumaError`` with a ``MODEL_*`` code and a one-line message that
+  never holds the API key;
+- records the exchange (``--record``) or serves it from a recording without the network
+  (``--replay``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from luma.models.base import ModelSettings
+from luma.runtime.errors import LumaError
+
+if TYPE_CHECKING:
+    from luma.models.recording import Recording
+
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+BACKOFF_BASE_S = 0.5
+BACKOFF_CAP_S = 8.0
+RETRY_AFTER_CAP_S = 60.0   # a longer Retry-After is not waited for: the error comes at once
+EXCERPT_CHARS = 200
+
+
+def new_http_client() -> httpx.AsyncClient:
+    """The client a run shares between its providers (connection pooling, keep-alive)."""
+    return httpx.AsyncClient(follow_redirects=False,
+                             limits=httpx.Limits(max_connections=20, max_keepalive_connections=10))
+
+
+@dataclass(frozen=True, slots=True)
+class ModelEndpoint:
+    """Who a request is for, so errors can name it: the model, its provider, the key's env var,
+    and the secret values that must be cut out of anything shown or saved."""
+
+    settings: ModelSettings
+    provider_label: str
+    key_env: str | None = None
+    secrets: Sequence[str] = field(default_factory=tuple)
+
+    @property
+    def model_name(self) -> str:
+        return self.settings.name
+
+
+def api_key(settings: ModelSettings, env: Mapping[str, str], default_env: str) -> tuple[str, str]:
+    """The API key and the name of the variable it came from; ``MODEL_AUTH`` when unset."""
+    name = settings.api_key_env or default_env
+    value = env.get(name, "").strip()
+    if not value:
+        raise LumaError("MODEL_AUTH", f"Model '{settings.name}' needs an API key in {name}.")
+    return value, name
+
+
+def redact(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with every secret value replaced."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "[redacted]")
+    return text
+
+
+def bad_response(endpoint: ModelEndpoint, what: str) -> LumaError:
+    """``MODEL_BAD_RESPONSE``: the provider's answer breaks its own wire format."""
+    return LumaError("MODEL_BAD_RESPONSE",
+                     f"Model '{endpoint.model_name}' sent a response that breaks the "
+                     f"{endpoint.provider_label} wire format: {what}.")
+
+
+def refusal(endpoint: ModelEndpoint, text: str | None) -> LumaError:
+    """``MODEL_REFUSAL``: the model declined to answer."""
+    reason = " ".join((text or "").split())
+    if len(reason) > EXCERPT_CHARS:
+        reason = reason[:EXCERPT_CHARS - 3] + "..."
+    message = f"Model '{endpoint.model_name}' refused to answer" + (f": {reason}" if reason
+                                                                       else ".")
+    return LumaError("MODEL_REFUSAL", message, details={"refusal": text})
+
+
+class ModelHttp:
+    """Posts JSON to providers over one shared client; see the module docstring."""
+
+    def __init__(self, client: httpx.AsyncClient | None = None,
+                 recording: Recording | None = None, *,
+                 sleep: Callable[[float], Awaitable[None]] | None = None,
+                 jitter: Callable[[], float] | None = None) -> None:
+        self._client = client
+        self._owns_client = client is None
+        self.recording = recording
+        self._sleep = sleep or asyncio.sleep
+        self._jitter = jitter or random.random
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = new_http_client()
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the client if this object created it (a shared client is closed by its owner)."""
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def post_json(self, endpoint: ModelEndpoint, url: str, headers: Mapping[str, str],
+                        body: Any) -> Any:
+        """POST ``body`` as JSON and return the decoded JSON answer of a 2xx response."""
+        if self.recording is not None:
+            for secret in endpoint.secrets:
+                self.recording.add_secret(secret)
+        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        settings = endpoint.settings
+        attempts = max(0, settings.max_retries) + 1
+        for attempt in range(1, attempts + 1):
+            last = attempt == attempts
+            try:
+                status, response_headers, content = await self._send(
+                    endpoint, url, {"content-type": "application/json", **headers}, payload)
+            except httpx.TimeoutException as exc:
+                if isinstance(exc, httpx.ConnectTimeout) and not last:
+                    await self._wait(self._backoff(attempt))
+                    continue
+                raise LumaError("MODEL_TIMEOUT",
+                                f"Model '{endpoint.model_name}' did not answer within "
+                                f"{settings.timeout_ms} ms.", retryable=True) from None
+            except httpx.TransportError as exc:
+                if not last:
+                    await self._wait(self._backoff(attempt))
+                    continue
+                raise LumaError("MODEL_HTTP_ERROR",
+                                f"Model '{endpoint.model_name}' could not reach "
+                                f"{_without_query(url)}: {_transport_reason(exc, endpoint)}.",
+                                retryable=True, details={"status": None}) from None
+
+            if 200 <= status < 300:
+                return _decode(endpoint, content)
+            if status in (401, 403):
+                where = f" in {endpoint.key_env}" if endpoint.key_env else ""
+                raise LumaError("MODEL_AUTH",
+                                f"Model '{endpoint.model_name}': {endpoint.provider_label} did not "
+                                f"accept the API key{where} (HTTP {status}).",
+                                details={"status": status})
+            retryable = status in RETRYABLE_STATUS or status >= 500
+            if retryable and not last:
+                delay = retry_after(response_headers, time.time())
+                if delay is None:
+                    delay = self._backoff(attempt)
+                if delay <= RETRY_AFTER_CAP_S:
+                    await self._wait(delay)
+                    continue
+            if status == 429:
+                raise LumaError("MODEL_RATE_LIMITED",
+                                f"Model '{endpoint.model_name}' is rate limited by "
+                                f"{endpoint.provider_label} (HTTP 429) after {attempt} "
+                                f"{'attempt' if attempt == 1 else 'attempts'}.",
+                                retryable=True, details={"status": status})
+            raise LumaError("MODEL_HTTP_ERROR",
+                            f"Model '{endpoint.model_name}': {endpoint.provider_label} answered "
+                            f"HTTP {status}: {error_excerpt(content, endpoint.secrets)}",
+                            retryable=retryable, details={"status": status})
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def _send(self, endpoint: ModelEndpoint, url: str, headers: dict[str, str],
+                    payload: bytes) -> tuple[int, dict[str, str], bytes]:
+        if self.recording is not None and self.recording.replaying:
+            recorded = self.recording.replay("POST", url, payload)
+            return recorded.status, recorded.headers, recorded.content
+        timeout = httpx.Timeout(endpoint.settings.timeout_ms / 1000)
+        response = await self.client.post(url, headers=headers, content=payload, timeout=timeout)
+        content = await response.aread()
+        if self.recording is not None:
+            self.recording.record("POST", url, response.request.headers.multi_items(), payload,
+                                  response.status_code, response.headers.multi_items(), content)
+        return response.status_code, {k.lower(): v for k, v in response.headers.items()}, content
+
+    async def _wait(self, seconds: float) -> None:
+        if self.recording is not None and self.recording.replaying:
+            return  # a replay has no server to be patient with
+        await self._sleep(seconds)
+
+    def _backoff(self, attempt: int) -> float:
+        """Exponential backoff with jitter: half the step fixed, half random."""
+        step = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempt - 1))
+        return step / 2 + step / 2 * self._jitter()
+
+
+def retry_after(headers: Mapping[str, str], now: float) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date)."""
+    lower = {k.lower(): v for k, v in headers.items()}
+    millis = lower.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = lower.get("retry-after")
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - now)
+
+
+def error_excerpt(content: bytes, secrets: Sequence[str] = ()) -> str:
+    """A short, one-line excerpt of an error body: the provider's error message when the body
+    is the usual ``{"error": {"message": …}}``, else the text itself."""
+    text = content.decode("utf-8", errors="replace")
+    try:
+        document = json.loads(text)
+    except ValueError:
+        document = None
+    if isinstance(document, dict):
+        error = document.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            text = error["message"]
+        elif isinstance(error, str):
+            text = error
+        elif isinstance(document.get("message"), str):
+            text = document["message"]
+    text = redact(" ".join(text.split()), secrets)
+    if not text:
+        return "(empty body)"
+    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS - 3] + "..."
+
+
+def _decode(endpoint: ModelEndpoint, content: bytes) -> Any:
+    try:
+        return json.loads(content)
+    except ValueError:
+        excerpt = error_excerpt(content, endpoint.secrets)
+        raise bad_response(endpoint, f"the body is not JSON ({excerpt})") from None
+
+
+def _without_query(url: str) -> str:
+    return urlunsplit(urlsplit(url)._replace(query="", fragment=""))
+
+
+def _transport_reason(exc: httpx.TransportError, endpoint: ModelEndpoint) -> str:
+    detail = redact(str(exc).strip(), endpoint.secrets)
+    name = type(exc).__name__
+    return f"{name} ({detail})" if detail else name

@@ -1,0 +1,186 @@
+"""OpenAI Chat Completions, for OpenAI itself, any OpenAI-compatible server, and Azure OpenAI.
+
+Wire format (``POST {base}/chat/completions``; Azure:
+``POST {base}/openai/deployments/{deployment}/chat/completions?api-version=…``):
+
+- auth ``Authorization: Bearer <key>`` (Azure: ``api-key: <key>``);
+- tools ``{"type": "function", "function": {name, description, parameters, strict}}``;
+- the model's calls in ``choices[0].message.tool_calls[]`` (arguments are JSON text);
+- results as ``{"role": "tool", "tool_call_id", "content"}`` messages;
+- the structured answer as ``response_format: {"type": "json_schema", "json_schema":
+  {name, schema, strict}}``; a refusal in ``message.refusal``;
+- usage ``prompt_tokens``, ``completion_tokens``, ``prompt_tokens_details.cached_tokens``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from luma.models.base import (ChatRequest, ChatResponse, Message, ModelSettings, ToolCall,
+                              ToolSpec, Usage)
+from luma.models.dialects import StrictSchemaError, openai_schema
+from luma.models.http import ModelEndpoint, ModelHttp, api_key, bad_response, refusal
+from luma.models.wire import arguments_text, as_int, schema_name
+from luma.runtime.errors import LumaError
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+AZURE_API_VERSION = "2024-10-21"   # the current GA data-plane version with structured outputs
+OPENAI_KEY_ENV = "OPENAI_API_KEY"
+AZURE_KEY_ENV = "AZURE_OPENAI_API_KEY"
+
+
+def tool_declaration(spec: ToolSpec, strict: bool | None, *, model: str = "") -> dict[str, Any]:
+    """One tool as OpenAI receives it. ``strict`` None: strict when the schema allows it."""
+    try:
+        parameters, is_strict = openai_schema(spec.parameters, strict)
+    except StrictSchemaError as exc:
+        raise _not_strict(model, f"tool '{spec.name}'", exc) from None
+    function: dict[str, Any] = {"name": spec.name}
+    if spec.description:
+        function["description"] = spec.description
+    function["parameters"] = parameters
+    if is_strict:
+        function["strict"] = True
+    return {"type": "function", "function": function}
+
+
+def _not_strict(model: str, what: str, exc: StrictSchemaError) -> LumaError:
+    return LumaError("MODEL_CONFIG",
+                     f"Model '{model}' requires strict schemas (strict: true), but {what} cannot "
+                     f"be made strict for OpenAI: {exc.reason}.")
+
+
+class OpenAIProvider:
+    """An OpenAI-compatible chat completions endpoint, or Azure OpenAI (``azure=True``)."""
+
+    def __init__(self, settings: ModelSettings, http: ModelHttp, env: Mapping[str, str], *,
+                 azure: bool = False) -> None:
+        self.settings = settings
+        self.http = http
+        self.env = env
+        self.azure = azure
+        if azure and not settings.base_url:
+            raise LumaError("MODEL_CONFIG",
+                            f"Model '{settings.name}' (azure) needs a base_url, the resource "
+                            "endpoint, e.g. https://<resource>.openai.azure.com.")
+        if not settings.model:
+            raise LumaError("MODEL_CONFIG",
+                            f"Model '{settings.name}' needs a name: the "
+                            f"{'deployment' if azure else 'model id'} to call.")
+
+    @property
+    def label(self) -> str:
+        return "Azure OpenAI" if self.azure else "OpenAI"
+
+    def url(self) -> str:
+        base = (self.settings.base_url or OPENAI_BASE_URL).rstrip("/")
+        if self.azure:
+            version = self.settings.api_version or AZURE_API_VERSION
+            return (f"{base}/openai/deployments/{self.settings.model}/chat/completions"
+                    f"?api-version={version}")
+        return f"{base}/chat/completions"
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        key, key_env = api_key(self.settings, self.env,
+                               AZURE_KEY_ENV if self.azure else OPENAI_KEY_ENV)
+        endpoint = ModelEndpoint(self.settings, self.label, key_env, (key,))
+        headers = {"api-key": key} if self.azure else {"authorization": f"Bearer {key}"}
+        body = await self.http.post_json(endpoint, self.url(), headers, self.request_body(request))
+        return self.parse_response(endpoint, body)
+
+    async def aclose(self) -> None:
+        """Nothing to close: the HTTP client belongs to the run."""
+
+    # ------------------------------------------------------------------------------ request
+    def request_body(self, request: ChatRequest) -> dict[str, Any]:
+        s = self.settings
+        body: dict[str, Any] = {}
+        if not self.azure:
+            body["model"] = s.model
+        body["messages"] = [_message(m) for m in request.messages]
+        if request.tools:
+            body["tools"] = [tool_declaration(t, s.strict, model=s.name) for t in request.tools]
+            body["tool_choice"] = _tool_choice(request.tool_choice)
+        fmt = request.response_format
+        if fmt is not None:
+            try:
+                schema, strict = openai_schema(fmt.schema, s.strict if fmt.strict is None
+                                               else fmt.strict)
+            except StrictSchemaError as exc:
+                raise _not_strict(s.name, "the answer's schema", exc) from None
+            json_schema: dict[str, Any] = {"name": schema_name(fmt.name), "schema": schema}
+            if strict:
+                json_schema["strict"] = True
+            body["response_format"] = {"type": "json_schema", "json_schema": json_schema}
+        if s.temperature is not None:
+            body["temperature"] = s.temperature
+        if s.top_p is not None:
+            body["top_p"] = s.top_p
+        if s.max_tokens is not None:
+            # OpenAI's own endpoint wants max_completion_tokens (max_tokens is refused by its
+            # reasoning models); compatible servers and Azure's GA version know max_tokens.
+            official = not self.azure and (s.base_url or OPENAI_BASE_URL).rstrip("/") \
+                == OPENAI_BASE_URL
+            body["max_completion_tokens" if official else "max_tokens"] = s.max_tokens
+        return body
+
+    # ----------------------------------------------------------------------------- response
+    def parse_response(self, endpoint: ModelEndpoint, body: Any) -> ChatResponse:
+        if not isinstance(body, dict):
+            raise bad_response(endpoint, "the body is not a JSON object")
+        choices = body.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise bad_response(endpoint, "'choices' is missing or empty")
+        choice = choices[0]
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            raise bad_response(endpoint, "'choices[0].message' is missing")
+        finish = choice.get("finish_reason")
+        if isinstance(message.get("refusal"), str) and message["refusal"]:
+            raise refusal(endpoint, message["refusal"])
+        if finish == "content_filter":
+            raise refusal(endpoint, "the provider's content filter stopped the answer")
+        content = message.get("content")
+        if content is not None and not isinstance(content, str):
+            raise bad_response(endpoint, "'message.content' is not text")
+        calls = []
+        for i, raw in enumerate(message.get("tool_calls") or []):
+            function = raw.get("function") if isinstance(raw, dict) else None
+            if not isinstance(function, dict) or not isinstance(function.get("name"), str) \
+                    or not isinstance(raw.get("id"), str):
+                raise bad_response(endpoint, f"tool_calls[{i}] has no id, function or name")
+            arguments = function.get("arguments", "")
+            if not isinstance(arguments, str):
+                raise bad_response(endpoint, f"tool_calls[{i}].function.arguments is not text")
+            calls.append(ToolCall(raw["id"], function["name"], arguments))
+        return ChatResponse(content=content, tool_calls=tuple(calls),
+                            finish_reason=finish if isinstance(finish, str) else None,
+                            usage=_usage(body.get("usage")))
+
+
+def _message(m: Message) -> dict[str, Any]:
+    if m.role == "tool":
+        return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content or ""}
+    if m.role == "assistant" and m.tool_calls:
+        return {"role": "assistant", "content": m.content or None,
+                "tool_calls": [{"id": c.id, "type": "function",
+                                "function": {"name": c.name, "arguments": arguments_text(c)}}
+                               for c in m.tool_calls]}
+    return {"role": m.role, "content": m.content or ""}
+
+
+def _tool_choice(choice: str) -> Any:
+    if choice in ("auto", "none", "required"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
+def _usage(raw: Any) -> Usage:
+    if not isinstance(raw, dict):
+        return Usage()
+    details = raw.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return Usage(input_tokens=as_int(raw.get("prompt_tokens")),
+                 output_tokens=as_int(raw.get("completion_tokens")),
+                 cached_tokens=cached if isinstance(cached, int) else None)
