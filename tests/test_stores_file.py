@@ -368,3 +368,42 @@ def test_a_plaintext_file_is_quarantined_once_encryption_is_on(tmp_path: Path) -
         in warnings[0])
     assert run_once(store, "r-1").replayed is False
     assert b"ROW-SECRET-7731" not in path.read_bytes()
+
+
+def test_a_store_that_cannot_be_read_during_a_call_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "idem.json"
+    store = FileIdempotencyStore(path)
+    path.mkdir()
+    with pytest.raises(StoreError) as caught:
+        run_once(store, "r-1")
+    assert caught.value.code == "TOOL_IDEMPOTENCY_STORE_FAILED"
+    assert caught.value.message == f"Idempotency store '{path}' could not be used: Is a directory."
+    path.rmdir()
+    path.write_text('{"version": 3, "records": {}}')
+    with pytest.raises(StoreError) as caught:
+        run_once(store, "r-1")
+    assert caught.value.code == "TOOL_IDEMPOTENCY_STORE_FAILED"
+    assert caught.value.message == (
+        f"Idempotency store '{path}' has format version 3; this version of Luma reads "
+        "version 1.")
+
+
+def test_a_call_cancelled_while_writing_finishes_the_write_first(tmp_path: Path) -> None:
+    path = tmp_path / "idem.json"
+    store = FileIdempotencyStore(path)
+
+    async def compute() -> Any:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()  # lands on the first await after compute: the write
+        return ROW
+
+    async def scenario() -> None:
+        task = asyncio.create_task(store.run_once("db_write", "r-1", fp("a"), TTL, compute))
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # The record is on disk by the time the cancellation surfaces.
+        assert json.loads(path.read_text())["records"]["db_write"]["r-1"]["result"] == ROW
+
+    asyncio.run(scenario())
+    assert replay(store, "r-1") == IdempotencyOutcome(ROW, replayed=True)

@@ -60,6 +60,10 @@ def test_processes_hammering_the_same_keys_run_each_handler_once(tmp_path: Path,
     keys = [f"r-{n}" for n in range(25)]
     workers = [start("hammer", str(path), str(runs_file), str(seed), *keys, encrypted=encrypted)
                for seed in range(4)]
+    for worker in workers:
+        assert worker.stdout is not None
+        assert worker.stdout.readline() == b"ready\n"
+    (tmp_path / "runs.txt.go").touch()
     results = []
     for worker in workers:
         out, err = worker.communicate(timeout=60)
@@ -97,7 +101,7 @@ def test_a_killed_holder_releases_its_key_at_once(tmp_path: Path) -> None:
         holder.wait(10)
         began = time.monotonic()
         assert asyncio.run(call(5)) == IdempotencyOutcome({"taken_over": True}, replayed=False)
-        assert time.monotonic() - began < 1
+        assert time.monotonic() - began < 3  # not the holder's 60 s
     finally:
         holder.kill()
         holder.wait()

@@ -17,8 +17,9 @@ import secrets
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from luma.runtime.stores import (
     IDEMPOTENCY_STORE_FAILED,
@@ -38,13 +39,15 @@ KEY_ENV_VAR = "LUMA_IDEMPOTENCY_KEY"
 ENCRYPTION_AES_256_GCM = "aes-256-gcm"
 FILE_FORMAT_VERSION = 1
 
-# OWASP's 2023 figure for PBKDF2-HMAC-SHA256; about 0.1 s, paid once per process and file salt.
+# OWASP 2023 figure for PBKDF2-HMAC-SHA256: 0.1–0.5 s, paid once per process and file salt.
 PBKDF2_ITERATIONS = 600_000
 _MIN_ITERATIONS = 100_000
 _MAX_ITERATIONS = 10_000_000
 _SALT_BYTES = 16
 _NONCE_BYTES = 12
 _KEY_CHECK_BYTES = 16
+
+_T = TypeVar("_T")
 
 # Waiting for a key that another process holds is a poll, so that the wait can be cancelled.
 _POLL_FIRST_S = 0.001
@@ -182,10 +185,10 @@ class FileIdempotencyStore(IdempotencyStore):
                 raise
             os.close(fd)  # its holder unlinked it on release: lock the new file instead
 
-    # -- reads and writes, each one locked transaction in a worker thread -------------------
+    # -- reads and writes, each one locked transaction in a store I/O thread ----------------
 
     async def _get(self, tool: str, key: str) -> IdempotencyRecord | None:
-        return await asyncio.to_thread(self._get_now, tool, key)
+        return await _in_io_thread(self._get_now, tool, key)
 
     async def _put(self, tool: str, key: str, fingerprint: str, result_json: str,
                    stored_at_ms: int, expires_at_ms: int) -> None:
@@ -193,7 +196,7 @@ class FileIdempotencyStore(IdempotencyStore):
                   "stored_at_ms": stored_at_ms, "expires_at_ms": expires_at_ms}
         # The claim is released when this returns, even on cancellation: the write must be
         # finished by then, or the next claimant would not see it and would run the tool again.
-        write = asyncio.ensure_future(asyncio.to_thread(self._put_now, tool, key, record))
+        write = _in_io_thread(self._put_now, tool, key, record)
         cancelled = False
         while not write.done():
             try:
@@ -458,6 +461,20 @@ def _unb64(text: Any, length: int | None) -> bytes:
     if length is not None and len(data) != length:
         raise _Corrupt("malformed encryption fields")
     return data
+
+
+_io_pool: ThreadPoolExecutor | None = None
+_io_pool_lock = threading.Lock()
+
+
+def _in_io_thread(function: Callable[..., _T], *args: Any) -> asyncio.Future[_T]:
+    """Run blocking file work on the stores' own threads: handler threads that outlive their
+    timeout may fill the event loop's default executor, and must not hold up the store."""
+    global _io_pool
+    with _io_pool_lock:
+        if _io_pool is None:
+            _io_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="luma-idempotency")
+    return asyncio.get_running_loop().run_in_executor(_io_pool, function, *args)
 
 
 # -- lock files ------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """A separate process using a file idempotency store, driven by tests/test_stores_processes.py.
 
-    worker.py hammer PATH RUNS_FILE SEED KEY...   run every key (shuffled, 4 tasks at a time);
-                                                  each compute appends "<key> <pid>" to RUNS_FILE
+    worker.py hammer PATH RUNS_FILE SEED KEY...   print "ready", wait for RUNS_FILE.go, then run
+                                                  every key (shuffled, 4 tasks at a time); each
+                                                  compute appends "<key> <pid>" to RUNS_FILE
     worker.py writer PATH START                   store k-START, k-START+1, ... until killed,
                                                   printing "ack <key>" after each run_once returns
     worker.py hold PATH KEY                       claim KEY, print "computing", then sleep
@@ -33,6 +34,10 @@ def open_store(path: str) -> FileIdempotencyStore:
 async def hammer(path: str, runs_file: str, seed: int, keys: list[str]) -> None:
     store = open_store(path)
     random.Random(seed).shuffle(keys)
+    # Start together, so that the processes really compete for the keys.
+    print("ready", flush=True)
+    while not os.path.exists(runs_file + ".go"):
+        await asyncio.sleep(0.005)
     results: dict[str, Any] = {}
     gate = asyncio.Semaphore(4)
 
