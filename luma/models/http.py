@@ -88,6 +88,8 @@ def refusal(endpoint: ModelEndpoint, text: str | None) -> LumaError:
     reason = " ".join((text or "").split())
     if len(reason) > EXCERPT_CHARS:
         reason = reason[:EXCERPT_CHARS - 3] + "..."
+    if reason and reason[-1] not in ".!?":
+        reason += "."
     message = f"Model '{endpoint.model_name}' refused to answer" + (f": {reason}" if reason
                                                                        else ".")
     return LumaError("MODEL_REFUSAL", message, details={"refusal": text})
@@ -150,7 +152,7 @@ class ModelHttp:
 
             if 200 <= status < 300:
                 return _decode(endpoint, content)
-            if status in (401, 403):
+            if _is_auth_failure(status, content):
                 where = f" in {endpoint.key_env}" if endpoint.key_env else ""
                 raise LumaError("MODEL_AUTH",
                                 f"Model '{endpoint.model_name}': {endpoint.provider_label} did not "
@@ -244,6 +246,11 @@ def error_excerpt(content: bytes, secrets: Sequence[str] = ()) -> str:
     if not text:
         return "(empty body)"
     return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS - 3] + "..."
+
+
+def _is_auth_failure(status: int, content: bytes) -> bool:
+    # Gemini answers an invalid key with 400 and the reason API_KEY_INVALID
+    return status in (401, 403) or (status == 400 and b"API_KEY_INVALID" in content)
 
 
 def _decode(endpoint: ModelEndpoint, content: bytes) -> Any:
