@@ -173,10 +173,10 @@ class SchemaCompiler:
     def _member_schema(self, member: str, tag: str) -> dict[str, Any]:
         decl = self._decls.get(member)
         # a member that is not a declared object schema is a checker error; keep only the tag
-        body = (self.fields_schema(decl.fields) if isinstance(decl, ast.SchemaDecl)
-                else {"type": "object", "properties": {}, "required": [],
-                      "additionalProperties": False})
-        properties = {tag: {"const": member}}
+        body: dict[str, Any] = (self.fields_schema(decl.fields)
+                                if isinstance(decl, ast.SchemaDecl)
+                                else {"properties": {}, "required": []})
+        properties: dict[str, Any] = {tag: {"const": member}}
         properties.update((k, v) for k, v in body["properties"].items() if k != tag)
         required = [tag] + [r for r in body["required"] if r != tag]
         return {"type": "object", "properties": properties, "required": required,

@@ -204,15 +204,41 @@ class _Node:
     )
 
     def __init__(self) -> None:
-        for name in self.__slots__:
-            setattr(self, name, None)
-        self.never = False
+        self.label: str | None = None
+        self.never = False  # the ``false`` schema
+        self.ref: _Node | None = None
+        self.types: frozenset[str] | None = None
+        self.enum: list[Any] | None = None
+        self.enum_strings: frozenset[str] | None = None
+        self.const: tuple[Any] | None = None
+        self.props: dict[str, _Node] | None = None
+        self.required: tuple[str, ...] | None = None
+        self.additional: _Node | bool | None = None  # False: closed; None: anything goes
+        self.defaults: dict[str, Any] | None = None
+        self.items: _Node | None = None
+        self.minimum: float | None = None
+        self.maximum: float | None = None
+        self.ex_minimum: float | None = None
+        self.ex_maximum: float | None = None
+        self.min_len: float | None = None
+        self.max_len: float | None = None
+        self.min_items: float | None = None
+        self.max_items: float | None = None
+        self.pattern: Callable[[str], re.Match[str] | None] | None = None
+        self.pattern_text = ""
+        self.format = ""
+        self.format_check: Callable[[str], bool] | None = None
         self.soft = False
+        self.tag: str | None = None
+        self.members: dict[str, _Node] = {}
+        self.one_of: list[_Node] | None = None
+        self.any_of: list[_Node] | None = None
+        self.all_of: list[_Node] | None = None
 
     # the expected-type phrase of a type mismatch: a schema's name, or Luma type names
     def expected(self) -> str:
         if self.label:
-            return str(self.label)
+            return self.label
         names = []
         for t in self.types or ():
             if t == "object" and self.props is None and isinstance(self.additional, _Node):
@@ -306,15 +332,16 @@ class _Node:
                 continue
             if additional is False:
                 run.add(path, f"unknown field {key!r}", "unknown_field")
-            elif additional is not None:
+            elif isinstance(additional, _Node):
                 item = additional.check(item, (path, key), run)
             if out is not None:
                 out[key] = item
         return value if out is None else out
 
     def _union(self, value: dict[str, Any], path: _Path, run: _Run) -> Any:
-        members: dict[str, _Node] = self.members
-        tag = value.get(self.tag, _MISSING)
+        members = self.members
+        tag_name = self.tag or ""
+        tag = value.get(tag_name, _MISSING)
         member = members.get(tag) if isinstance(tag, str) else None
         if member is not None:
             return member.check(value, path, run)
@@ -322,14 +349,14 @@ class _Node:
             fits = []
             for name, node in members.items():
                 trial = run.trial()
-                result = node.check({self.tag: name, **value}, path, trial)
+                result = node.check({tag_name: name, **value}, path, trial)
                 if not trial.hard_failed():
                     fits.append((result, trial))
             if len(fits) == 1:
                 result, trial = fits[0]
                 run.out.extend(trial.out)
                 return result
-        run.add((path, self.tag), "must identify a tagged union member.", "tag")
+        run.add((path, tag_name), "must identify a tagged union member.", "tag")
         return value
 
     # lists, strings, numbers ---------------------------------------------------------------
