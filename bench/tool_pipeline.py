@@ -1,0 +1,110 @@
+"""The per-call cost of the tool pipeline, against a hand-written call.
+
+Both sides call the same trivial handler. The hand-written side validates the input and the
+output with prebuilt ``jsonschema`` validators (collecting every error, as the pipeline
+reports every violation) and calls the handler inline. The pipeline side is a direct call
+through all twelve steps: lookup, policy, input validation with defaults, the handler, output
+validation and a telemetry event.
+
+    .venv/bin/python bench/tool_pipeline.py [--calls N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from luma.runtime.engine import CallContext, Runtime
+from luma.runtime.telemetry import Telemetry
+from luma.syntax.parse import parse_text
+
+PROGRAM = """
+schema CalcResult {
+  result: float
+}
+
+tool calculate(
+  a: float @range(0, 1000000),
+  b: float @range(0, 1000000),
+  operation: enum["add", "multiply"] @desc("The operation to perform")
+) -> CalcResult {
+  description: "Add or multiply two numbers."
+  side_effects: "none"
+}
+"""
+
+INPUT = {"a": 2, "b": 3, "operation": "add"}
+
+
+def calculate(input: dict[str, Any]) -> dict[str, Any]:
+    if input["operation"] == "add":
+        return {"result": input["a"] + input["b"]}
+    return {"result": input["a"] * input["b"]}
+
+
+def build_runtime() -> Runtime:
+    program, diagnostics = parse_text(PROGRAM, "bench.luma")
+    assert program is not None and not diagnostics, diagnostics
+    return Runtime(program, handlers={"calculate": calculate}, env={}, interactive=False,
+                   telemetry=Telemetry())
+
+
+def hand_written(runtime: Runtime, calls: int) -> float:
+    """Seconds for ``calls`` hand-written calls."""
+    input_schema = runtime.schemas.standalone("__tool_calculate_input")
+    output_schema = runtime.schemas.standalone("CalcResult")
+    check_in = Draft202012Validator(input_schema)
+    check_out = Draft202012Validator(output_schema)
+    started = time.perf_counter()
+    for _ in range(calls):
+        errors = list(check_in.iter_errors(INPUT))
+        if errors:
+            raise ValueError(errors)
+        result = calculate(INPUT)
+        errors = list(check_out.iter_errors(result))
+        if errors:
+            raise ValueError(errors)
+    return time.perf_counter() - started
+
+
+def through_pipeline(runtime: Runtime, calls: int) -> float:
+    """Seconds for ``calls`` direct calls through the pipeline (one event loop)."""
+    ctx = CallContext(None, None, "direct")
+    call = runtime.pipeline.call
+
+    async def loop() -> float:
+        started = time.perf_counter()
+        for _ in range(calls):
+            await call("calculate", INPUT, ctx)
+        return time.perf_counter() - started
+
+    elapsed = asyncio.run(loop())
+    runtime.telemetry.events.clear()
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=20_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    runtime = build_runtime()
+    through_pipeline(runtime, 1000)  # warm up: plans, validators
+    hand_written(runtime, 1000)
+    hand, pipe = [], []
+    for _ in range(args.rounds):
+        hand.append(hand_written(runtime, args.calls) / args.calls * 1e6)
+        pipe.append(through_pipeline(runtime, args.calls) / args.calls * 1e6)
+    h, p = statistics.median(hand), statistics.median(pipe)
+    print(f"hand-written (jsonschema in + handler + jsonschema out): {h:7.2f} us/call")
+    print(f"pipeline (direct call, all 12 steps, telemetry):         {p:7.2f} us/call")
+    print(f"ratio pipeline / hand-written:                            {p / h:7.2f}x")
+
+
+if __name__ == "__main__":
+    main()

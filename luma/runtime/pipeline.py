@@ -1,0 +1,508 @@
+"""The tool execution pipeline (RUNTIME.md §3): every tool call, direct or native, runs here.
+
+    1 registry lookup        5 approval               9 idempotency
+    2 credential             6 input validation      10 handler (timeout, Signal, retries)
+    3 scope                  7 needs resolution      11 output validation
+    4 deny_write             8 cache / single-flight 12 cache/idempotency write, telemetry
+
+Everything that does not depend on the input is worked out once per tool (schemas, validators,
+the handler's signature, the retry policy) and once per tool and agent (refusals, timeout,
+which contexts may be used), so the path a call takes is short. A failure in steps 6–11
+counts against the agent method call's ``tool_failure_limit`` (the circuit breaker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+from luma.runtime import policy
+from luma.runtime.cache import CacheUse, ResultCache, copy_error
+from luma.runtime.contexts import Need, NeedsResolver
+from luma.runtime.errors import LumaError, LumaToolError
+from luma.runtime.handlers import HandlerInvoker, HandlerTimeout
+from luma.runtime.signal import Signal
+from luma.runtime.settings import (
+    AgentSettings,
+    ToolSettings,
+    agent_settings,
+    effective_timeout_ms,
+    tool_settings,
+)
+from luma.runtime.values import canonical_json
+from luma.schema.compile import tool_input_name
+from luma.schema.validate import SchemaValidator, Violation, validator_for
+from luma.syntax import ast
+
+if TYPE_CHECKING:
+    from luma.runtime.engine import CallContext, Runtime
+    from luma.runtime.stores import IdempotencyStore
+
+TOOL_NOT_FOUND = "TOOL_NOT_FOUND"
+TOOL_INPUT_INVALID = "TOOL_INPUT_INVALID"
+TOOL_OUTPUT_INVALID = "TOOL_OUTPUT_INVALID"
+TOOL_ERROR_INVALID = "TOOL_ERROR_INVALID"
+TOOL_TIMEOUT = "TOOL_TIMEOUT"
+TOOL_FAILED = "TOOL_FAILED"
+TOOL_CIRCUIT_OPEN = "TOOL_CIRCUIT_OPEN"
+TOOL_CONFIG_INVALID = "TOOL_CONFIG_INVALID"
+
+
+class ToolPipeline:
+    """Runs tool calls for one :class:`~luma.runtime.engine.Runtime`."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.cache = ResultCache()
+        self.stdin = sys.stdin  # where the approval prompt reads its answer
+        self._tools: dict[str, _ToolPlan] = {}
+        self._plans: dict[tuple[str, str | None], _CallPlan] = {}
+        self._agents: dict[str, AgentSettings] = {}
+        self._secrets: set[str] = set()
+        self._approval_lock: asyncio.Lock | None = None
+        config = runtime.config
+        self._contexts: Mapping[str, Any] = getattr(config, "tool_contexts", None) or {}
+        self._store: IdempotencyStore | None = None
+        if any(tool_settings(t).idempotent for t in runtime.program.tools):
+            self._store = self._open_store()  # a store that cannot open stops the program
+
+    # ------------------------------------------------------------------------------- public
+    @property
+    def idempotency_store(self) -> IdempotencyStore:
+        """The store of idempotent calls (``idempotency_store`` in the config; memory by
+        default). It may be replaced before the first call."""
+        if self._store is None:
+            self._store = self._open_store()
+        return self._store
+
+    @idempotency_store.setter
+    def idempotency_store(self, store: IdempotencyStore) -> None:
+        self._store = store
+
+    async def call(self, name: str, raw_input: Any, ctx: CallContext) -> Any:
+        """Run one tool call through steps 1–12; return the validated result or raise
+        :class:`LumaError`. A ``tool.call`` telemetry event is emitted either way."""
+        started = perf_counter()
+        stats = _Stats()
+        agent = ctx.agent
+        try:
+            method = ctx.method
+            if method is not None and method.open_error is not None:
+                raise copy_error(method.open_error)
+            plan = self._plans.get((name, agent.name if agent is not None else None))
+            if plan is None:
+                plan = self._plan(name, agent)
+            result = await self._run(plan, raw_input, stats)
+        except LumaError as err:
+            final = self._count_failure(err, stats, ctx)
+            self._emit(name, ctx, started, stats, final)
+            if final is err:
+                raise
+            raise final from None
+        except asyncio.CancelledError:
+            self._emit(name, ctx, started, stats, None, outcome="cancelled")
+            raise
+        self._emit(name, ctx, started, stats, None)
+        return result
+
+    def forget(self) -> None:
+        """Drop every precomputed plan (after handlers or the environment's contexts change)."""
+        self._tools.clear()
+        self._plans.clear()
+
+    # ------------------------------------------------------------------------------- steps
+    async def _run(self, plan: _CallPlan, raw_input: Any, stats: _Stats) -> Any:
+        tool = plan.tool
+        settings = tool.settings
+        env = self.runtime.env
+        # 2 credential
+        if settings.credential is not None:
+            secret = env.get(settings.credential)
+            if not secret:
+                raise LumaError(policy.PERMISSION_DENIED, f"Tool '{tool.name}' is missing "
+                                f"credential: {settings.credential}.", tool=tool.name)
+            self._keep_secret(secret)
+        # 3, 4 scope and deny_write depend only on the tool and the agent
+        if plan.refusal is not None:
+            raise LumaError(policy.PERMISSION_DENIED, plan.refusal, tool=tool.name)
+        # 5 approval
+        if plan.needs_approval:
+            await self._approve(settings, raw_input)
+        stats.counts = True
+        # 6 input validation: defaults, int coercion, union tags; soft rules are hard here
+        value, violations = tool.input.validate_and_fill(raw_input, soft_rules=False,
+                                                         infer_tags=True)
+        if violations:
+            raise LumaError(TOOL_INPUT_INVALID, _message(TOOL_INPUT_INVALID,
+                                                         tool.input_prefix, violations),
+                            tool=tool.name)
+        # 7 needs
+        needs = plan.resolver.resolve(env, self._keep_secret) if plan.resolver is not None \
+            else None
+        # 8 cache and single-flight
+        if tool.cached:
+            try:
+                key = canonical_json(value)
+            except (TypeError, ValueError):
+                key = None  # not JSON (a host caller's value): not cacheable
+            if key is not None:
+                result, use, shared = await self.cache.get_or_run(
+                    tool.name, key, lambda: self._after_cache(plan, value, needs, stats))
+                stats.cache = use
+                stats.shared = shared
+                return result
+        if tool.key_path is None:
+            return await self._execute(plan, value, needs, stats)
+        return await self._idempotent(plan, value, needs, stats)
+
+    async def _after_cache(self, plan: _CallPlan, value: Any, needs: Any, stats: _Stats) -> Any:
+        if plan.tool.key_path is None:
+            return await self._execute(plan, value, needs, stats)
+        return await self._idempotent(plan, value, needs, stats)
+
+    async def _idempotent(self, plan: _CallPlan, value: Any, needs: Any, stats: _Stats) -> Any:
+        # 9 idempotency: the store runs steps 10–11 at most once per key and stores the result
+        tool = plan.tool
+        assert tool.key_path is not None
+        key = _idempotency_key(value, tool.key_path)
+        if key is None:
+            return await self._execute(plan, value, needs, stats)
+        from luma.runtime.stores import StoreError, input_fingerprint
+
+        store = self.idempotency_store
+        try:
+            outcome = await store.run_once(
+                tool.name, key, input_fingerprint(value), tool.settings.idempotency_ttl_ms,
+                lambda: self._execute(plan, value, needs, stats),
+                revalidate=tool.revalidate if store.persistent else None)
+        except StoreError as err:
+            raise LumaError(err.code, err.message, retryable=err.retryable,
+                            tool=tool.name) from None
+        stats.replayed = outcome.replayed
+        return outcome.value
+
+    async def _execute(self, plan: _CallPlan, value: Any, needs: Any, stats: _Stats) -> Any:
+        # 10 the handler, with its timeout and retries
+        tool = plan.tool
+        invoker = tool.invoker
+        while True:
+            stats.attempts += 1
+            try:
+                if plan.timeout_s is None and not invoker.is_async:
+                    raw = invoker.call(value, Signal() if invoker.wants_signal else None,
+                                       needs)
+                    if type(raw) is not dict and hasattr(raw, "__await__"):
+                        raw = await raw
+                else:
+                    raw = await invoker.run(value, needs, plan.timeout_s)
+                break
+            except HandlerTimeout:
+                err = LumaError(TOOL_TIMEOUT, f"Tool '{tool.name}' timed out after "
+                                f"{plan.timeout_ms} ms.", retryable=True, tool=tool.name)
+            except (Exception, SystemExit) as exc:
+                err = self._handler_error(tool, exc, stats)
+            if not err.retryable or stats.attempts > tool.settings.retries:
+                raise err
+            delay = tool.delays[stats.attempts - 1]
+            if delay > 0:
+                await asyncio.sleep(delay)
+        # 11 output validation: a tagged union must carry its tag; soft rules warn
+        result, violations = tool.output.validate_and_fill(raw, soft_rules=True)
+        if violations:
+            hard = [v for v in violations if not v.soft]
+            if hard:
+                raise LumaError(TOOL_OUTPUT_INVALID, _message(TOOL_OUTPUT_INVALID,
+                                                              tool.output_prefix, hard),
+                                tool=tool.name)
+            for v in violations:
+                self.runtime.soft_warning(tool.output_prefix, v)
+        return result
+
+    def _handler_error(self, tool: _ToolPlan, exc: BaseException, stats: _Stats) -> LumaError:
+        """What a handler raised, as a Luma error."""
+        if isinstance(exc, LumaToolError):
+            return self._typed_error(tool, exc)
+        if isinstance(exc, LumaError):
+            if exc.tool is None:
+                exc.tool = tool.name
+            return exc
+        stats.traceback = self._redact("".join(traceback.format_exception(exc)))
+        text = " ".join(str(exc).split())
+        if isinstance(exc, SystemExit):
+            text = f"the handler called exit({exc.code!r})"
+        elif not text:
+            text = type(exc).__name__
+        elif isinstance(exc, LookupError):
+            text = f"{type(exc).__name__}: {text}"  # KeyError's message is just the key
+        return LumaError(TOOL_FAILED, f"Tool '{tool.name}' failed: {self._redact(text)}",
+                         retryable=False, tool=tool.name,
+                         details={"exception": type(exc).__name__})
+
+    def _typed_error(self, tool: _ToolPlan, exc: LumaToolError) -> LumaError:
+        fields = exc.fields()
+        if tool.error is not None:
+            checked, violations = tool.error.validate_and_fill(fields, soft_rules=True)
+            hard = [v for v in violations if not v.soft]
+            if hard:
+                return LumaError(TOOL_ERROR_INVALID, _message(TOOL_ERROR_INVALID,
+                                                              tool.error_prefix, hard),
+                                 retryable=False, tool=tool.name,
+                                 details={"code": exc.code, "message": self._redact(exc.message)})
+            for v in violations:
+                self.runtime.soft_warning(tool.error_prefix, v)
+            if isinstance(checked, dict):
+                fields = checked
+        extra = {k: v for k, v in fields.items()
+                 if k not in ("code", "message", "retryable", "details", "tool")}
+        return LumaError(exc.code, exc.message, retryable=exc.retryable is True, tool=tool.name,
+                         details=fields.get("details"), extra=extra)
+
+    async def _approve(self, tool: ToolSettings, raw_input: Any) -> None:
+        if tool.name in policy.approved_tools(self.runtime.env):
+            return
+        if not self.runtime.interactive:
+            raise policy.not_in_approved_list(tool.name)
+        if self._approval_lock is None:
+            self._approval_lock = asyncio.Lock()
+        async with self._approval_lock:  # one question on the terminal at a time
+            approved = await asyncio.to_thread(
+                policy.ask_approval, tool, raw_input, stdin=self.stdin,
+                stderr=self.runtime.stderr, redact=self._redact)
+        if not approved:
+            raise policy.declined(tool.name)
+
+    # -------------------------------------------------------------------- circuit, telemetry
+    def _count_failure(self, err: LumaError, stats: _Stats, ctx: CallContext) -> LumaError:
+        """Steps 6–11 count against the agent method call; at ``tool_failure_limit`` the error
+        becomes ``TOOL_CIRCUIT_OPEN`` and the method call's later tool calls fail the same way."""
+        method = ctx.method
+        if not stats.counts or method is None or method.open_error is not None:
+            return err
+        method.failures += 1
+        agent = ctx.agent
+        if agent is None:
+            return err
+        limit = self._agent(agent).tool_failure_limit
+        if limit is None or method.failures < limit:
+            return err
+        tool = err.tool or "?"
+        circuit = LumaError(TOOL_CIRCUIT_OPEN, f"Tool '{tool}' failed {method.failures} times "
+                            f"in agent '{agent.name}'; the circuit is open.", retryable=False,
+                            tool=tool, details={"code": err.code, "message": err.message})
+        method.open_error = circuit
+        return copy_error(circuit)
+
+    def _emit(self, name: str, ctx: CallContext, started: float, stats: _Stats,
+              err: LumaError | None, outcome: str | None = None) -> None:
+        fields: dict[str, Any] = {
+            "tool": name,
+            "agent": ctx.agent.name if ctx.agent is not None else None,
+            "mode": ctx.mode,
+        }
+        if ctx.call_id is not None:
+            fields["call_id"] = ctx.call_id
+        fields.update(
+            duration_ms=round((perf_counter() - started) * 1000, 3),
+            attempts=stats.attempts,
+            cache=stats.cache.value,
+            single_flight=stats.shared,
+            idempotent_replay=stats.replayed,
+            outcome=outcome or (err.code if err is not None else "ok"),
+        )
+        if err is not None:
+            fields["error"] = err.message
+        if stats.traceback is not None:
+            fields["traceback"] = stats.traceback
+        self.runtime.telemetry.emit("tool.call", **fields)
+
+    # ------------------------------------------------------------------------------ secrets
+    def _keep_secret(self, value: str) -> None:
+        if value not in self._secrets and len(value) >= 3:
+            self._secrets.add(value)
+            self.runtime.telemetry.add_secret(value)
+
+    def _redact(self, text: str) -> str:
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, "[secret]")
+        return text
+
+    # -------------------------------------------------------------------------------- plans
+    def _plan(self, name: str, agent: ast.AgentDecl | None) -> _CallPlan:
+        tool = self._tools.get(name)
+        if tool is None:
+            tool = self._tool_plan(name)
+        a = self._agent(agent) if agent is not None else None
+        refusal = policy.scope_refusal(tool.settings, a) or \
+            policy.deny_write_refusal(tool.settings, a)
+        timeout_ms = effective_timeout_ms(tool.settings, a)
+        resolver = None
+        if tool.needs:
+            resolver = NeedsResolver(name, tool.needs, self._contexts,
+                                     a.tool_contexts if a is not None else None,
+                                     a.name if a is not None else None)
+        plan = _CallPlan(tool, refusal.message if refusal is not None else None,
+                         policy.needs_approval(tool.settings, a), timeout_ms,
+                         timeout_ms / 1000 if timeout_ms is not None else None, resolver)
+        self._plans[(name, agent.name if agent is not None else None)] = plan
+        return plan
+
+    def _agent(self, agent: ast.AgentDecl) -> AgentSettings:
+        found = self._agents.get(agent.name)
+        if found is None:
+            found = self._agents[agent.name] = agent_settings(agent)
+        return found
+
+    def _tool_plan(self, name: str) -> _ToolPlan:
+        runtime = self.runtime
+        decl = runtime.tools.get(name)
+        if decl is None:
+            raise LumaError(TOOL_NOT_FOUND, f"Unknown tool '{name}'.", tool=name)
+        handler = runtime.handlers.get(name)
+        if handler is None:
+            raise LumaError(TOOL_NOT_FOUND, f"'{name}' is not registered in the tool registry.",
+                            tool=name)
+        settings = tool_settings(decl)
+        problem = consistency_problem(decl, settings)
+        if problem is not None:
+            raise LumaError(TOOL_CONFIG_INVALID, problem, tool=name)
+        schemas = runtime.schemas
+        output = validator_for(schemas.standalone(decl.returns))
+        error = (validator_for(schemas.standalone(settings.error_schema))
+                 if settings.error_schema is not None else None)
+        needs = tuple(Need(n.name, validator_for(schemas.standalone(n.type)))
+                      for n in decl.needs)
+
+        def revalidate(value: Any) -> None:
+            _, violations = output.validate_and_fill(value, soft_rules=True)
+            hard = [v for v in violations if not v.soft]
+            if hard:
+                raise ValueError(_message(TOOL_OUTPUT_INVALID, f"{name}.output", hard))
+
+        plan = _ToolPlan(
+            name=name, settings=settings, invoker=HandlerInvoker(handler, name),
+            input=validator_for(schemas.standalone(tool_input_name(name))), output=output,
+            error=error, needs=needs, cached=settings.cache,
+            key_path=settings.idempotency_key if settings.idempotent else None,
+            delays=retry_delays(settings), revalidate=revalidate,
+            input_prefix=f"{name}.input", output_prefix=f"{name}.output",
+            error_prefix=f"{name}.error")
+        self._tools[name] = plan
+        return plan
+
+    def _open_store(self) -> IdempotencyStore:
+        from luma.runtime.stores import StoreError, open_idempotency_store
+
+        runtime = self.runtime
+        config = getattr(runtime.config, "idempotency_store", None)
+        try:
+            return open_idempotency_store(
+                getattr(config, "backend", "memory"), getattr(config, "path", None),
+                getattr(config, "encryption", None), base_dir=runtime.base_dir,
+                environ=runtime.env, warn=lambda message: runtime.warn("IDEMPOTENCY_STORE",
+                                                                       message))
+        except StoreError as err:
+            raise LumaError(err.code, err.message) from None
+
+
+# -------------------------------------------------------------------------------- the plans
+
+
+@dataclass(slots=True)
+class _ToolPlan:
+    """Everything about one tool that does not depend on the input or the agent."""
+
+    name: str
+    settings: ToolSettings
+    invoker: HandlerInvoker
+    input: SchemaValidator
+    output: SchemaValidator
+    error: SchemaValidator | None
+    needs: tuple[Need, ...]
+    cached: bool
+    key_path: tuple[str, ...] | None
+    delays: tuple[float, ...]
+    revalidate: Any
+    input_prefix: str
+    output_prefix: str
+    error_prefix: str
+
+
+@dataclass(slots=True)
+class _CallPlan:
+    """A tool as one agent (or the top level) calls it."""
+
+    tool: _ToolPlan
+    refusal: str | None  # the scope or deny_write refusal, which never changes
+    needs_approval: bool
+    timeout_ms: int | None
+    timeout_s: float | None
+    resolver: NeedsResolver | None
+
+
+class _Stats:
+    """What one call did, for its telemetry event and the circuit breaker."""
+
+    __slots__ = ("attempts", "cache", "shared", "replayed", "counts", "traceback")
+
+    def __init__(self) -> None:
+        self.attempts = 0
+        self.cache = CacheUse.OFF
+        self.shared = False
+        self.replayed = False
+        self.counts = False  # reached step 6: a failure now counts for the circuit breaker
+        self.traceback: str | None = None
+
+
+# ---------------------------------------------------------------------------------- helpers
+
+
+def retry_delays(settings: ToolSettings) -> tuple[float, ...]:
+    """The wait in seconds before each retry: ``none`` 0; ``fixed`` d, d, d; ``exponential``
+    d, 2d, 4d."""
+    d = settings.retry_delay_ms / 1000
+    if settings.retry_backoff == "fixed":
+        return tuple(d for _ in range(settings.retries))
+    if settings.retry_backoff == "exponential":
+        return tuple(d * 2 ** i for i in range(settings.retries))
+    return tuple(0.0 for _ in range(settings.retries))
+
+
+def consistency_problem(tool: ast.ToolDecl, settings: ToolSettings) -> str | None:
+    """The consistency rules of LANGUAGE.md §4, enforced again when a tool is first used."""
+    name = tool.name
+    if settings.cache and settings.is_write:
+        return f"Write tool '{name}' cannot use cache."
+    if settings.cache and settings.needs:
+        return f"Cache cannot be used on a tool that uses needs: {name}"
+    if settings.idempotent and settings.idempotency_key is None:
+        return f"Idempotent tool '{name}' must specify an idempotency_key."
+    if settings.is_write and settings.retries > 0 and not settings.idempotent:
+        return (f"A write tool '{name}' must be idempotent and specify an idempotency_key to "
+                "be retried.")
+    if tool.entry("timeout") is not None and settings.timeout_ms is None:
+        return f"Tool '{name}' timeout must be greater than zero."
+    return None
+
+
+def _idempotency_key(value: Any, path: tuple[str, ...]) -> str | None:
+    """The key at ``path`` in the validated input; None when it is absent or null (the call
+    then runs without idempotency). A string is the key itself; another value its JSON."""
+    for step in path:
+        if not isinstance(value, dict) or step not in value:
+            return None
+        value = value[step]
+    if value is None:
+        return None
+    return value if isinstance(value, str) else canonical_json(value)
+
+
+def _message(code: str, prefix: str, violations: list[Violation]) -> str:
+    from luma.schema.validate import format_violations
+
+    return f"[{code}] {format_violations(prefix, violations)}"
