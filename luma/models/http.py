@@ -198,8 +198,8 @@ class ModelHttp:
 
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with jitter: half the step fixed, half random."""
-        step = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempt - 1))
-        return step / 2 + step / 2 * self._jitter()
+        step: float = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2.0 ** (attempt - 1))
+        return step / 2 + step / 2 * float(self._jitter())
 
 
 def retry_after(headers: Mapping[str, str], now: float) -> float | None:
