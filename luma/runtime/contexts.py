@@ -100,16 +100,15 @@ def _strings_in(value: Any) -> Iterator[str]:
 
 def schema_problem(violations: Sequence[Violation]) -> str | None:
     """The hard violations of a context value, described without the values themselves.
-    Fields the schema does not declare are allowed at the top of a context."""
+    Fields the schema does not declare are allowed, at any depth: the host may pass more than
+    the contract describes (a password, say), and it reaches the handler unchanged."""
     reasons = []
     for v in violations:
-        if v.soft or (v.rule == "unknown_field" and v.path == ""):
+        if v.soft or v.rule == "unknown_field":
             continue
         where = f"field '{v.path}'" if v.path else "the value"
         if v.rule in ("type", "required"):
             reasons.append(f"{where}: {v.message}" if v.path else v.message)
-        elif v.rule == "unknown_field":
-            reasons.append(f"{where}: {v.message}")
         else:
             reasons.append(f"{where} breaks its {_RULE_WORDS.get(v.rule, v.rule)} rule")
     return "; ".join(reasons) + "." if reasons else None

@@ -55,18 +55,18 @@ class HandlerInvoker:
         cancelled, the Signal fires with reason ``"cancelled"`` and the cancellation goes on.
         """
         signal = Signal() if self.wants_signal else None
-        if not self.is_async and timeout_s is None:
+        if timeout_s is not None:
+            if self.is_async:
+                return await self._async_with_timeout(value, signal, needs, timeout_s)
+            return await self._thread_with_timeout(value, signal, needs, timeout_s)
+        if not self.is_async:
             result = self.call(value, signal, needs)
             return await result if inspect.isawaitable(result) else result
-        if self.is_async:
-            if timeout_s is None:
-                try:
-                    return await self.call(value, signal, needs)
-                except asyncio.CancelledError:
-                    _abort(signal, "cancelled")
-                    raise
-            return await self._async_with_timeout(value, signal, needs, timeout_s)
-        return await self._thread_with_timeout(value, signal, needs, timeout_s)
+        try:
+            return await self.call(value, signal, needs)
+        except asyncio.CancelledError:
+            _abort(signal, "cancelled")
+            raise
 
     async def _async_with_timeout(self, value: Any, signal: Signal | None, needs: Any,
                                   timeout_s: float) -> Any:

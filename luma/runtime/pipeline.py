@@ -52,6 +52,8 @@ TOOL_FAILED = "TOOL_FAILED"
 TOOL_CIRCUIT_OPEN = "TOOL_CIRCUIT_OPEN"
 TOOL_CONFIG_INVALID = "TOOL_CONFIG_INVALID"
 
+MIN_SECRET_LENGTH = 6
+
 
 class ToolPipeline:
     """Runs tool calls for one :class:`~luma.runtime.engine.Runtime`."""
@@ -99,10 +101,10 @@ class ToolPipeline:
                 plan = self._plan(name, agent)
             result = await self._run(plan, raw_input, stats)
         except LumaError as err:
+            if self._secrets:
+                err = self._redact_error(err)
             final = self._count_failure(err, stats, ctx)
             self._emit(name, ctx, started, stats, final)
-            if final is err:
-                raise
             raise final from None
         except asyncio.CancelledError:
             self._emit(name, ctx, started, stats, None, outcome="cancelled")
@@ -147,7 +149,7 @@ class ToolPipeline:
         # 8 cache and single-flight
         if tool.cached:
             try:
-                key = canonical_json(value)
+                key = canonical_json(_numbers_by_value(value))
             except (TypeError, ValueError):
                 key = None  # not JSON (a host caller's value): not cacheable
             if key is not None:
@@ -177,7 +179,8 @@ class ToolPipeline:
         store = self.idempotency_store
         try:
             outcome = await store.run_once(
-                tool.name, key, input_fingerprint(value), tool.settings.idempotency_ttl_ms,
+                tool.name, key, input_fingerprint(_numbers_by_value(value)),
+                tool.settings.idempotency_ttl_ms,
                 lambda: self._execute(plan, value, needs, stats),
                 revalidate=tool.revalidate if store.persistent else None)
         except StoreError as err:
@@ -322,9 +325,21 @@ class ToolPipeline:
 
     # ------------------------------------------------------------------------------ secrets
     def _keep_secret(self, value: str) -> None:
-        if value not in self._secrets and len(value) >= 3:
+        # A value this short would match ordinary words ("app" in "approved"); it is still
+        # never written by the runtime, only not scrubbed from what a handler writes.
+        if value not in self._secrets and len(value) >= MIN_SECRET_LENGTH:
             self._secrets.add(value)
             self.runtime.telemetry.add_secret(value)
+
+    def _redact_error(self, err: LumaError) -> LumaError:
+        """The error with every known secret value taken out of its message, details and extra
+        fields (a handler may put one there; the error reaches stderr and ``catch``)."""
+        redacted = _redact_json((err.message, err.details, err.extra), self._redact)
+        if redacted == (err.message, err.details, err.extra):
+            return err
+        message, details, extra = redacted
+        return LumaError(err.code, message, retryable=err.retryable, tool=err.tool,
+                         details=details, extra=extra, span=err.span)
 
     def _redact(self, text: str) -> str:
         for secret in self._secrets:
@@ -500,6 +515,28 @@ def _idempotency_key(value: Any, path: tuple[str, ...]) -> str | None:
     if value is None:
         return None
     return value if isinstance(value, str) else canonical_json(value)
+
+
+def _redact_json(value: Any, redact: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _redact_json(v, redact) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_redact_json(v, redact) for v in value)
+    return value
+
+
+def _numbers_by_value(value: Any) -> Any:
+    """``value`` with whole floats written as ints, so that inputs equal as JSON values (``1``
+    and ``1.0``) give the same cache key and the same idempotency fingerprint."""
+    if isinstance(value, dict):
+        return {k: _numbers_by_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_numbers_by_value(v) for v in value]
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
 
 
 def _message(code: str, prefix: str, violations: list[Violation]) -> str:
