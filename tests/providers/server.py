@@ -78,7 +78,8 @@ class FakeServer:
         httpd.daemon_threads = True
         httpd.block_on_close = False  # a handler still sleeping must not hold up stop()
         self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                        daemon=True)
         self._thread.start()
         return self
 
