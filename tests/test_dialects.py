@@ -262,3 +262,13 @@ def test_strict_is_chosen_exactly_when_no_map_any_or_free_object_is_reachable(ne
     has_any = "{}" in text.replace('"properties": {}', "")
     _, strict = openai_schema(neutral, None)
     assert strict == (not has_map and not has_any)
+
+
+def test_fields_named_like_keywords_are_kept_by_every_dialect():
+    program, _ = parse_text("schema Book { title: string, format?: string, default: int }", "b")
+    neutral = SchemaCompiler(program).standalone("Book")
+    fields = ["title", "format", "default"]
+    assert list(anthropic_schema(neutral)["properties"]) == fields
+    assert list(gemini_schema(neutral)["properties"]) == fields
+    strict = openai_strict_schema(neutral)
+    assert list(strict["properties"]) == fields and strict["required"] == fields
