@@ -46,17 +46,23 @@ def _describe_token(tok: Any) -> str:
         return "the end of the file"
     if kind == "_NL":
         return "the end of the line"
-    value = str(tok.value)
+    value = str(tok.value).strip()
     if kind == "NAME":
         return f"the name '{value}'"
     if kind in ("INT", "FLOAT"):
         return f"the number {value}"
     if kind in ("STRING", "LONG_STRING"):
+        value = _printable(value)
         short = value if len(value) <= 24 else value[:20] + '..."'
         return f"the string {short}"
     if value in _KEYWORDS:
         return f"the keyword '{value}'"
-    return f"'{value}'"
+    return f"'{_printable(value)[:24]}'"
+
+
+def _printable(text: str) -> str:
+    """Messages are one line: control characters are shown escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _summarise(expected: set[str]) -> str:
@@ -127,6 +133,8 @@ def describe_unexpected(exc: Any, text: str,
     end = tok.end_pos if tok.end_pos is not None else start
     if tok.type == "_NL":
         end = start + 1
+    elif tok.type in ("_ELSE", "CATCH"):
+        start = end - len(str(tok.value).strip())  # the token carries the newline before it
     expected = _parser_expected(exc)
     if text.startswith("/*", max(start - 1, 0)) and "*/" not in text[start:]:
         pos = start - 1 if text.startswith("/*", start - 1) else start
