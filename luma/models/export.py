@@ -71,45 +71,20 @@ def tool_specs(program: ast.Program, tools: Iterable[ast.ToolDecl],
 
 def visible_tools(program: ast.Program, agent: ast.AgentDecl,
                   env: Mapping[str, str]) -> list[ast.ToolDecl]:
-    """The agent's tools minus those the static policy would refuse anyway: write tools under
-    ``deny_write``, a ``scope`` not in ``tool_scopes``, a ``credential`` that is not set. A model
-    never learns that a tool it may not use exists."""
+    """The agent's tools minus those the static policy would refuse anyway (a ``credential``
+    that is not set, a ``scope`` not in ``tool_scopes``, a write tool under ``deny_write``),
+    sorted by name. A model never learns that a tool it may not use exists."""
+    from luma.runtime.engine import agent_tools
+    from luma.runtime.policy import static_refusal
+
     declared = {t.name: t for t in reversed(program.tools)}   # the first declaration wins
-    policy = _string_entry(agent, "tool_policy") or "allow"
-    scopes = _string_list_entry(agent, "tool_scopes")
-    visible = []
-    for name in _name_list_entry(agent, "tools"):
-        tool = declared.get(name)
-        if tool is None:
-            continue
-        if policy == "deny_write" and _string_entry(tool, "side_effects") == "write":
-            continue
-        scope = _string_entry(tool, "scope")
-        if scope is not None and scopes is not None and scope not in scopes:
-            continue
-        credential = _string_entry(tool, "credential")
-        if credential is not None and not env.get(credential):
-            continue
-        visible.append(tool)
-    return sorted(visible, key=lambda t: t.name)
+    visible = [declared[name] for name in dict.fromkeys(agent_tools(agent)) if name in declared]
+    return sorted((t for t in visible if static_refusal(t, agent, env) is None),
+                  key=lambda t: t.name)
 
 
-def _string_entry(decl: ast.ToolDecl | ast.AgentDecl, key: str) -> str | None:
+def _string_entry(decl: ast.ToolDecl, key: str) -> str | None:
     entry = decl.entry(key)
     if entry is not None and isinstance(entry.value, ast.StringLit):
         return entry.value.value
     return None
-
-
-def _string_list_entry(decl: ast.AgentDecl, key: str) -> list[str] | None:
-    entry = decl.entry(key)
-    if entry is None or not isinstance(entry.value, ast.ListLit):
-        return None
-    return [i.value for i in entry.value.items if isinstance(i, ast.StringLit)]
-
-
-def _name_list_entry(decl: ast.AgentDecl, key: str) -> list[str]:
-    entry = decl.entry(key)
-    if entry is None or not isinstance(entry.value, ast.ListLit):
-        return []
-    return [i.id for i in entry.value.items if isinstance(i, ast.Name)]
