@@ -11,18 +11,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from enum import Enum
 from typing import Any
 
 from luma.runtime.errors import LumaError
 
 
-class CacheUse(Enum):
-    """How a call used the cache; the value is telemetry's ``cache`` field."""
-
-    HIT = "hit"
-    MISS = "miss"      # this call ran the tool (or shared a run that another call started)
-    OFF = "off"        # the tool is not cached, or the call never reached the cache
+# How a call used the cache: telemetry's ``cache`` field.
+CACHE_HIT = "hit"
+CACHE_MISS = "miss"  # this call ran the tool, or shared a run that another call started
+CACHE_OFF = "off"    # the tool is not cached, or the call failed before the cache step
 
 
 class ResultCache:
@@ -39,13 +36,13 @@ class ResultCache:
         self._values.clear()
 
     async def get_or_run(self, tool: str, key: str,
-                         run: Callable[[], Awaitable[Any]]) -> tuple[Any, CacheUse, bool]:
+                         run: Callable[[], Awaitable[Any]]) -> tuple[Any, str, bool]:
         """The cached result of ``(tool, key)``, or the result of ``run()`` (stored when it
         succeeds). Returns ``(value, how, shared)``: ``shared`` is true for a call that waited
         for another call's execution (telemetry's ``single_flight``)."""
         slot = (tool, key)
         if slot in self._values:
-            return copy_json(self._values[slot]), CacheUse.HIT, False
+            return copy_json(self._values[slot]), CACHE_HIT, False
         loop = asyncio.get_running_loop()
         flight = self._flights.get(slot)
         if flight is not None and flight.loop is loop:
@@ -53,11 +50,11 @@ class ResultCache:
                 value = await flight.join()
             except LumaError as err:
                 raise copy_error(err) from None
-            return copy_json(value), CacheUse.MISS, True
+            return copy_json(value), CACHE_MISS, True
         flight = _Flight(loop, loop.create_task(_wrap(run)))
         self._flights[slot] = flight
         flight.task.add_done_callback(lambda task: self._landed(slot, flight, task))
-        return await flight.join(), CacheUse.MISS, False
+        return await flight.join(), CACHE_MISS, False
 
     def _landed(self, slot: tuple[str, str], flight: _Flight, task: asyncio.Task[Any]) -> None:
         if self._flights.get(slot) is flight:

@@ -22,7 +22,7 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from luma.runtime import policy
-from luma.runtime.cache import CacheUse, ResultCache, copy_error
+from luma.runtime.cache import CACHE_OFF, ResultCache, copy_error
 from luma.runtime.contexts import Need, NeedsResolver
 from luma.runtime.errors import LumaError, LumaToolError
 from luma.runtime.handlers import HandlerInvoker, HandlerTimeout
@@ -302,21 +302,22 @@ class ToolPipeline:
 
     def _emit(self, name: str, ctx: CallContext, started: float, stats: _Stats,
               err: LumaError | None, outcome: str | None = None) -> None:
-        fields: dict[str, Any] = {
-            "tool": name,
-            "agent": ctx.agent.name if ctx.agent is not None else None,
-            "mode": ctx.mode,
-        }
-        if ctx.call_id is not None:
-            fields["call_id"] = ctx.call_id
-        fields.update(
-            duration_ms=round((perf_counter() - started) * 1000, 3),
-            attempts=stats.attempts,
-            cache=stats.cache.value,
-            single_flight=stats.shared,
-            idempotent_replay=stats.replayed,
-            outcome=outcome or (err.code if err is not None else "ok"),
-        )
+        agent = ctx.agent
+        duration_ms = round((perf_counter() - started) * 1000, 3)
+        if outcome is None:
+            outcome = "ok" if err is None else err.code
+        if ctx.call_id is None:
+            fields: dict[str, Any] = {
+                "tool": name, "agent": None if agent is None else agent.name, "mode": ctx.mode,
+                "duration_ms": duration_ms, "attempts": stats.attempts, "cache": stats.cache,
+                "single_flight": stats.shared, "idempotent_replay": stats.replayed,
+                "outcome": outcome}
+        else:
+            fields = {
+                "tool": name, "agent": None if agent is None else agent.name, "mode": ctx.mode,
+                "call_id": ctx.call_id, "duration_ms": duration_ms, "attempts": stats.attempts,
+                "cache": stats.cache, "single_flight": stats.shared,
+                "idempotent_replay": stats.replayed, "outcome": outcome}
         if err is not None:
             fields["error"] = err.message
         if stats.traceback is not None:
@@ -467,7 +468,7 @@ class _Stats:
 
     def __init__(self) -> None:
         self.attempts = 0
-        self.cache = CacheUse.OFF
+        self.cache = CACHE_OFF
         self.shared = False
         self.replayed = False
         self.counts = False  # reached step 6: a failure now counts for the circuit breaker
