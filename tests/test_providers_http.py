@@ -130,3 +130,14 @@ def test_make_provider_refuses_a_provider_it_does_not_serve():
     assert info.value.code == "MODEL_CONFIG"
     assert info.value.message == ("Model 'T' has provider 'test'; the HTTP providers are openai, "
                                   "azure, anthropic, gemini.")
+
+
+def test_a_base_url_without_a_scheme_is_a_config_error_at_once():
+    sleeps = Sleeps()
+    s = settings("openai", "api.example.test/v1")
+    with pytest.raises(LumaError) as info:
+        complete(s, ModelHttp(sleep=sleeps))
+    assert sleeps.waits == []
+    assert info.value.code == "MODEL_CONFIG"
+    assert info.value.message == ("Model 'Main' has a base_url that is not an http(s) URL: "
+                                  "api.example.test/v1/chat/completions")

@@ -141,6 +141,10 @@ class ModelHttp:
                 raise LumaError("MODEL_TIMEOUT",
                                 f"Model '{endpoint.model_name}' did not answer within "
                                 f"{settings.timeout_ms} ms.", retryable=True) from None
+            except (httpx.UnsupportedProtocol, httpx.InvalidURL):
+                raise LumaError("MODEL_CONFIG",
+                                f"Model '{endpoint.model_name}' has a base_url that is not an "
+                                f"http(s) URL: {_without_query(url)}") from None
             except httpx.TransportError as exc:
                 if not last:
                     await self._wait(self._backoff(attempt))
