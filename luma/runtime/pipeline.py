@@ -103,7 +103,7 @@ class ToolPipeline:
         except LumaError as err:
             if self._secrets:
                 err = self._redact_error(err)
-            final = self._count_failure(err, stats, ctx)
+            final = self._count_failure(name, err, stats, ctx)
             self._emit(name, ctx, started, stats, final)
             raise final from None
         except asyncio.CancelledError:
@@ -280,7 +280,8 @@ class ToolPipeline:
             raise policy.declined(tool.name)
 
     # -------------------------------------------------------------------- circuit, telemetry
-    def _count_failure(self, err: LumaError, stats: _Stats, ctx: CallContext) -> LumaError:
+    def _count_failure(self, name: str, err: LumaError, stats: _Stats,
+                       ctx: CallContext) -> LumaError:
         """Steps 6–11 count against the agent method call; at ``tool_failure_limit`` the error
         becomes ``TOOL_CIRCUIT_OPEN`` and the method call's later tool calls fail the same way."""
         method = ctx.method
@@ -293,10 +294,9 @@ class ToolPipeline:
         limit = self._agent(agent).tool_failure_limit
         if limit is None or method.failures < limit:
             return err
-        tool = err.tool or "?"
-        circuit = LumaError(TOOL_CIRCUIT_OPEN, f"Tool '{tool}' failed {method.failures} times "
+        circuit = LumaError(TOOL_CIRCUIT_OPEN, f"Tool '{name}' failed {method.failures} times "
                             f"in agent '{agent.name}'; the circuit is open.", retryable=False,
-                            tool=tool, details={"code": err.code, "message": err.message})
+                            tool=name, details={"code": err.code, "message": err.message})
         method.open_error = circuit
         return copy_error(circuit)
 
@@ -343,7 +343,7 @@ class ToolPipeline:
                          details=details, extra=extra, span=err.span)
 
     def _redact(self, text: str) -> str:
-        for secret in self._secrets:
+        for secret in tuple(self._secrets):  # the approval prompt redacts from its thread
             if secret in text:
                 text = text.replace(secret, "[secret]")
         return text
