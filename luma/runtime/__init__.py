@@ -1,0 +1,1 @@
+"""The runtime: tool registry and host modules, the tool pipeline, policies, stores."""
