@@ -157,9 +157,12 @@ tool slow(url: string) -> HttpResult {
     finished = threading.Event()
     runs: list[str] = []
 
+    reasons: list[object] = []
+
     def slow(input, signal):
         runs.append(threading.current_thread().name)
         signal.wait(2)  # the Signal fires on timeout: the handler may watch it
+        reasons.append(signal.reason)
         time.sleep(0.1)
         finished.set()
         return {"status": 200}
@@ -171,6 +174,7 @@ tool slow(url: string) -> HttpResult {
     assert err.message == "Tool 'slow' timed out after 50 ms."
     assert runs == ["luma-tool-slow"]  # it ran in a worker thread
     assert finished.wait(2)
+    assert reasons == ["timeout"]
     time.sleep(0.05)
     assert len(rt.pipeline.cache) == 0  # the late result was never cached
     assert call_error(rt, "slow", {"url": "u"}).code == "TOOL_TIMEOUT"
