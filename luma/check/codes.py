@@ -53,6 +53,10 @@ CODES: dict[str, str] = {
     "E040": "tool without a registered handler",
     "E041": "tool module that cannot be loaded",
     "E042": "invalid luma.config.json",
+    # more declaration checks
+    "E043": "invalid enum type",
+    "E044": "annotation given more than once",
+    "E045": "schema with no finite value",
     # warnings
     "W001": "tool offered to a model without a description",
     "W002": "variable may be unassigned",
