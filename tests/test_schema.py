@@ -20,6 +20,7 @@ from luma.schema import (
     validate_and_fill,
     validator_for,
 )
+from luma.check import check_program
 from luma.schema.formats import FORMAT_CHECKS
 from luma.syntax import ast
 from luma.syntax.parse import parse_text
@@ -616,6 +617,8 @@ def test_every_generated_schema_passes_the_metaschema(path: Path) -> None:
     program, _ = parse_text(path.read_text(encoding="utf-8"), str(path))
     if program is None:
         pytest.skip("does not parse")
+    if any(d.is_error for d in check_program(program)):
+        pytest.skip("the checker rejects it (an unknown type, a bad regex): never compiled")
     c = SchemaCompiler(program)
     jsonschema.Draft202012Validator.check_schema(c.document())
     for name in c.definitions():
