@@ -9,11 +9,11 @@ from typing import Any
 
 from luma.check.symbols import Symbols
 from luma.check.types import type_kind, type_text
+from luma.schema.compile import FORMATS
 from luma.schema.values import constant_value
 from luma.syntax import ast
 from luma.syntax.diagnostics import DiagnosticBag, Related, did_you_mean
 
-FORMATS = ("email", "uri", "date", "date-time", "uuid")
 SEVERITIES = ("soft", "hard")
 
 

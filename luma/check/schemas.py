@@ -95,8 +95,8 @@ def _is_finite(name: str, symbols: Symbols, finite: set[str]) -> bool:
 
 def _reaches(start: ast.Field, target: str, symbols: Symbols, finite: set[str]) -> bool:
     """Whether the blocking field ``start`` leads back to schema ``target``."""
-    assert isinstance(start.type, ast.NamedType)
-    pending, seen = [start.type.name], set()
+    pending = [start.type.name] if isinstance(start.type, ast.NamedType) else []
+    seen: set[str] = set()
     while pending:
         name = pending.pop()
         if name == target:
@@ -106,8 +106,8 @@ def _reaches(start: ast.Field, target: str, symbols: Symbols, finite: set[str]) 
         seen.add(name)
         schema = symbols.schemas.get(name)
         if schema is not None:
-            pending.extend(f.type.name for f in schema.fields  # type: ignore[union-attr]
-                           if _blocks(f, symbols, finite))
+            pending.extend(f.type.name for f in schema.fields
+                           if isinstance(f.type, ast.NamedType) and _blocks(f, symbols, finite))
         elif name in symbols.unions:
             pending.extend(m.name for m in symbols.unions[name].members
                            if symbols.is_type(m.name))
