@@ -595,6 +595,14 @@ class SchemaValidator:
         self.schema = schema
         self._root = _Compiler(schema).node(schema)
 
+    @classmethod
+    def sharing(cls, schema: dict[str, Any] | bool, same: SchemaValidator) -> SchemaValidator:
+        """A validator for ``schema`` that reuses the compiled form of an equal schema."""
+        validator = cls.__new__(cls)
+        validator.schema = schema
+        validator._root = same._root
+        return validator
+
     def validate(self, value: Any, *, soft_rules: bool = True) -> list[Violation]:
         """Every violation of ``value``; soft rules are reported with ``soft=True`` unless
         ``soft_rules`` is false, which makes them hard."""
@@ -615,26 +623,45 @@ class SchemaValidator:
         return result, run.out
 
 
-_CACHE: OrderedDict[int, SchemaValidator] = OrderedDict()
 _CACHE_SIZE = 1024
 _CACHE_LOCK = threading.Lock()
+# By identity first (no cost beyond a lookup); a schema object seen for the first time is then
+# looked up by its JSON text, so callers that rebuild an equal schema do not recompile it.
+_BY_ID: OrderedDict[int, SchemaValidator] = OrderedDict()
+_BY_TEXT: OrderedDict[str, SchemaValidator] = OrderedDict()
 
 
 def validator_for(schema: dict[str, Any] | bool) -> SchemaValidator:
-    """The cached validator of a schema object (keyed by identity; the schema must not change)."""
+    """The cached validator of a schema object. The schema must not change after this call."""
     key = id(schema)
     with _CACHE_LOCK:
-        found = _CACHE.get(key)
+        found = _BY_ID.get(key)
         if found is not None and found.schema is schema:
-            _CACHE.move_to_end(key)
+            _BY_ID.move_to_end(key)
             return found
-    compiled = SchemaValidator(schema)
+    try:
+        # key order is kept: it decides the order of fields in filled values and violations
+        text: str | None = json.dumps(schema, separators=(",", ":"), allow_nan=True)
+    except (TypeError, ValueError):
+        text = None
     with _CACHE_LOCK:
-        _CACHE[key] = compiled
-        _CACHE.move_to_end(key)
-        while len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
+        same = _BY_TEXT.get(text) if text is not None else None
+    if same is not None:
+        compiled = SchemaValidator.sharing(schema, same)
+    else:
+        compiled = SchemaValidator(schema)
+    with _CACHE_LOCK:
+        _remember(_BY_ID, key, compiled)
+        if text is not None and same is None:
+            _remember(_BY_TEXT, text, compiled)
     return compiled
+
+
+def _remember(cache: OrderedDict[Any, SchemaValidator], key: Any, value: SchemaValidator) -> None:
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > _CACHE_SIZE:
+        cache.popitem(last=False)
 
 
 def validate(schema: dict[str, Any], value: Any, *, soft_rules: bool = True) -> list[Violation]:
