@@ -12,12 +12,22 @@ import math
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from luma.schema.compile import PATTERN_KEY, SEVERITY_KEY, TAG_KEY
 from luma.schema.formats import FORMAT_CHECKS
+from luma.schema.violations import (
+    TYPE_NAMES,
+    Violation,
+    copy_json,
+    format_violations,
+    join_path,
+    json_equal,
+    kind_name,
+    plural,
+    render_value,
+)
 
 __all__ = [
     "SchemaError",
@@ -31,64 +41,17 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class Violation:
-    """One broken rule.
-
-    ``path`` is dotted from the validated value (``items[2].qty``; ``""`` is the value itself);
-    ``rule`` names what broke (``type``, ``required``, ``unknown_field``, ``enum``, ``const``,
-    ``tag``, ``range``, ``length``, ``pattern``, ``format``, ``alternatives``); ``soft`` is true for
-    a soft rule that only warns.
-    """
-
-    path: str
-    message: str
-    rule: str
-    soft: bool
-
-    def render(self, prefix: str = "") -> str:
-        """``<prefix>.<path>: <message>``; a union tag reads ``<path> must identify …``."""
-        where = join_path(prefix, self.path)
-        if self.rule == "tag":
-            return f"{where} {self.message}"
-        return f"{where}: {self.message}" if where else self.message
-
-
-def join_path(prefix: str, path: str) -> str:
-    """Join a prefix such as ``calculate.input`` and a violation path such as ``items[0].a``."""
-    if not prefix:
-        return path
-    if not path:
-        return prefix
-    return prefix + path if path.startswith("[") else f"{prefix}.{path}"
-
-
-def format_violations(prefix: str, violations: Sequence[Violation]) -> str:
-    """Every violation on one line: ``calculate.input.a: …; calculate.input.b: …``."""
-    return "; ".join(v.render(prefix) for v in violations)
-
-
 class SchemaError(ValueError):
     """The schema uses something this validator does not implement, or is malformed."""
 
 
-# ------------------------------------------------------------------------------ rendering
+# ------------------------------------------------------------------------------ the walker
 
-_MAX_SHOWN = 80
+# A path is a linked list ``(parent, key)`` so that descending costs one tuple; it is rendered
+# to text only when a violation is recorded.
+_Path = Any
+_MISSING = object()
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def render_value(value: Any) -> str:
-    """A value for a message: strings quoted like ``'x'``, anything else as compact JSON."""
-    if isinstance(value, str):
-        if len(value) > _MAX_SHOWN:
-            return repr(value[:_MAX_SHOWN - 10])[:-1] + "...'"
-        return repr(value)
-    try:
-        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= _MAX_SHOWN else text[:_MAX_SHOWN - 3] + "..."
 
 
 def _render_path(path: _Path) -> str:
@@ -103,68 +66,6 @@ def _render_path(path: _Path) -> str:
             parts.append("[" + json.dumps(key, ensure_ascii=False) + "]")
     text = "".join(reversed(parts))
     return text[1:] if text.startswith(".") else text
-
-
-_TYPE_NAMES = {"integer": "int", "number": "float", "string": "string", "boolean": "bool",
-               "null": "null", "array": "list", "object": "object"}
-
-
-def _kind_name(value: Any) -> str:
-    t = type(value)
-    if t is float and not math.isfinite(value):
-        return "a non-finite number"
-    return _VALUE_KIND_NAMES.get(t) or _json_kind_name(value)
-
-
-_VALUE_KIND_NAMES: dict[type, str] = {type(None): "null", bool: "bool", int: "int",
-                                      float: "float", str: "string", list: "list",
-                                      dict: "object"}
-
-
-def _json_kind_name(value: Any) -> str:
-    for t, name in _VALUE_KIND_NAMES.items():
-        if isinstance(value, t) and t is not type(None):
-            return name
-    return type(value).__name__
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-# ------------------------------------------------------------------------------- equality
-
-
-def json_equal(a: Any, b: Any) -> bool:
-    """Equality of JSON values: ``true`` is not ``1``, ``1`` equals ``1.0``."""
-    ta, tb = type(a), type(b)
-    if ta is bool or tb is bool:
-        return ta is tb and a == b
-    if ta in (int, float) and tb in (int, float):
-        return bool(a == b)
-    if ta is not tb:
-        return False
-    if ta is list:
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
-    if ta is dict:
-        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
-    return bool(a == b)
-
-
-def _copy_json(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy_json(v) for v in value]
-    return value
-
-
-# ------------------------------------------------------------------------------ the walker
-
-# A path is a linked list ``(parent, key)`` so that descending costs one tuple; it is rendered
-# to text only when a violation is recorded.
-_Path = Any
-_MISSING = object()
 
 
 class _Run:
@@ -244,7 +145,7 @@ class _Node:
             if t == "object" and self.props is None and isinstance(self.additional, _Node):
                 names.append("map")
             else:
-                names.append(_TYPE_NAMES.get(t, t))
+                names.append(TYPE_NAMES.get(t, t))
         return " or ".join(names)
 
     def check(self, value: Any, path: _Path, run: _Run) -> Any:
@@ -275,7 +176,7 @@ class _Node:
                     kind = _JSON_KINDS.get(_base_type(value), "")
                 ok = kind in types
             if not ok:
-                run.add(path, f"expected {self.expected()}, got {_kind_name(value)}", "type")
+                run.add(path, f"expected {self.expected()}, got {kind_name(value)}", "type")
                 return value
         if self.enum is not None:
             if self.enum_strings is not None and t is str:
@@ -322,7 +223,7 @@ class _Node:
                 if out is not None:
                     out[name] = checked
             elif out is not None and self.defaults and name in self.defaults:
-                out[name] = child.check(_copy_json(self.defaults[name]), (path, name), run)
+                out[name] = child.check(copy_json(self.defaults[name]), (path, name), run)
         for name in self.required or ():
             if name not in value and (out is None or name not in out):
                 run.add(path, f"missing required field {name!r}", "required")
@@ -364,10 +265,10 @@ class _Node:
         soft = self.soft and run.soft_rules
         n = len(value)
         if self.min_items is not None and n < self.min_items:
-            run.add(path, f"{render_value(value)} has {_plural(n, 'item')}, fewer than the "
+            run.add(path, f"{render_value(value)} has {plural(n, 'item')}, fewer than the "
                           f"minimum of {self.min_items}", "length", soft)
         if self.max_items is not None and n > self.max_items:
-            run.add(path, f"{render_value(value)} has {_plural(n, 'item')}, more than the "
+            run.add(path, f"{render_value(value)} has {plural(n, 'item')}, more than the "
                           f"maximum of {self.max_items}", "length", soft)
         items = self.items
         if items is None:
@@ -383,10 +284,10 @@ class _Node:
         if self.min_len is not None or self.max_len is not None:
             n = len(value)
             if self.min_len is not None and n < self.min_len:
-                run.add(path, f"{render_value(value)} has {_plural(n, 'character')}, fewer "
+                run.add(path, f"{render_value(value)} has {plural(n, 'character')}, fewer "
                               f"than the minimum of {self.min_len}", "length", soft)
             if self.max_len is not None and n > self.max_len:
-                run.add(path, f"{render_value(value)} has {_plural(n, 'character')}, more "
+                run.add(path, f"{render_value(value)} has {plural(n, 'character')}, more "
                               f"than the maximum of {self.max_len}", "length", soft)
         if self.pattern is not None and self.pattern(value) is None:
             run.add(path, f"{render_value(value)} does not match the pattern "
@@ -527,7 +428,7 @@ class _Compiler:
         types = schema["type"]
         types = [types] if isinstance(types, str) else list(types)
         for t in types:
-            if t not in _TYPE_NAMES:
+            if t not in TYPE_NAMES:
                 raise SchemaError(f"unknown JSON Schema type {t!r}")
         node.types = frozenset(types)
 
