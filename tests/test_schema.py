@@ -635,3 +635,11 @@ def test_an_equal_schema_rebuilt_reuses_the_compiled_form() -> None:
     assert validator_for(again) is not validator_for(schema)
     assert validator_for(again)._root is validator_for(schema)._root
     assert validator_for(again).schema is again
+
+
+def test_a_pattern_is_shown_as_written() -> None:
+    schema = compiler('schema S { x: string @pattern("[é-ü]+\\\\d") }').standalone("S")
+    assert schema["properties"]["x"]["x-luma-pattern"] == "[é-ü]+\\d"
+    assert messages(validate(schema, {"x": "a1"})) == [
+        "x: 'a1' does not match the pattern '[é-ü]+\\d'"]
+    assert validate(schema, {"x": "éü7"}) == []

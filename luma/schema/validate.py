@@ -334,6 +334,11 @@ class _Node:
         return result
 
 
+def _printable(text: str) -> str:
+    """``text`` as written, with only its unprintable characters escaped (one line)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _base_type(value: Any) -> type:
     for t in (bool, str, list, dict):
         if isinstance(value, t):
@@ -400,7 +405,7 @@ class _Compiler:
             try:
                 if isinstance(raw, str):
                     node.pattern = re.compile(raw).fullmatch
-                    node.pattern_text = "'" + raw.encode("unicode_escape").decode("ascii") + "'"
+                    node.pattern_text = "'" + _printable(raw) + "'"
                 else:
                     node.pattern = re.compile(schema["pattern"]).search
                     node.pattern_text = render_value(schema["pattern"])
