@@ -99,6 +99,12 @@ class Runtime:
             raise LumaError("ASK_UNAVAILABLE", "ask is not available in this build of Luma.")
         return await self.ask_engine.ask(agent, method, prompt, type_, using_tool)
 
+    async def aclose(self) -> None:
+        """Release what the run holds open: the ask engine's providers and HTTP client."""
+        close = getattr(self.ask_engine, "aclose", None)
+        if close is not None:
+            await close()
+
 
 def agent_tools(agent: ast.AgentDecl) -> list[str]:
     """The names in an agent's ``tools:`` list."""
