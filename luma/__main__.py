@@ -1,0 +1,5 @@
+"""``python -m luma``: the same as the ``luma`` command."""
+
+from luma.cli import main
+
+raise SystemExit(main())

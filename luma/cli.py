@@ -1,0 +1,302 @@
+"""The ``luma`` command: parse the arguments, call the library, render, exit.
+
+stdout carries only the result (a machine-format report); everything for people — text
+diagnostics, the summary, warnings — goes to stderr. The front end is imported only once the
+arguments are known, so ``luma check`` starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import IO, Any, NoReturn
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+_COMMANDS = """commands:
+  luma check [PATH ...]      check .luma files (a CI lint); see 'luma check --help'
+  luma PROGRAM.luma [...]    run a program (also 'luma run PROGRAM.luma'); see 'luma run --help'
+  luma export PROGRAM.luma   print the tool declarations sent to a provider
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its usage-error exit (2), and never a traceback for a bad command line."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _dispatch(args)
+    except KeyboardInterrupt:
+        print("luma: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (``luma check --format json | head``): nothing more to say.
+        _silence_stdout()
+        return EXIT_FAILED
+    except Exception as exc:  # a bug in luma itself: one line, the traceback on request
+        if os.environ.get("LUMA_DEBUG"):
+            raise
+        print(f"luma: internal error: {type(exc).__name__}: {exc} "
+              "(set LUMA_DEBUG=1 to see the traceback)", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _dispatch(args: list[str]) -> int:
+    if not args:
+        sys.stderr.write(_top_usage() + "\n" + _COMMANDS)
+        return EXIT_USAGE
+    first = args[0]
+    if first in ("-h", "--help"):
+        sys.stdout.write(_top_usage() + "\n" + _COMMANDS)
+        return EXIT_OK
+    if first == "--version":
+        from luma import __version__
+
+        sys.stdout.write(f"luma {__version__}\n")
+        return EXIT_OK
+    if first == "check":
+        return check_command(args[1:])
+    if first == "export":
+        return export_command(args[1:])
+    if first == "run":
+        return run_command(args[1:], prog="luma run")
+    return run_command(args, prog="luma")
+
+
+def _top_usage() -> str:
+    return "usage: luma check [PATH ...] | luma PROGRAM.luma [options] | luma export PROGRAM.luma"
+
+
+# --------------------------------------------------------------------------------------- check
+
+def _check_parser() -> _Parser:
+    parser = _Parser(
+        prog="luma check", allow_abbrev=False,
+        description="Parse and check .luma files; report every diagnostic of every file.",
+        epilog="exit status: 0 no error (warnings allowed), 1 an error (or a warning with "
+               "--strict), 2 a usage error")
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="files, or folders searched recursively for *.luma (default: .)")
+    parser.add_argument("--format", choices=("text", "json", "github", "sarif"), default="text",
+                        help="text (for people, on stderr) or a machine format on stdout")
+    parser.add_argument("--strict", action="store_true", help="fail on warnings too")
+    parser.add_argument("--tool-module", action="append", default=[], metavar="PATH",
+                        help="a Python tool module; report tools without a handler (repeatable)")
+    _add_color(parser)
+    return parser
+
+
+def check_command(argv: Sequence[str]) -> int:
+    """``luma check``: exit 0 clean (warnings allowed), 1 on an error (or a warning with
+    ``--strict``), 2 on a usage error."""
+    parser = _check_parser()
+    args = parser.parse_intermixed_args(list(argv))
+    paths: list[str] = args.paths or ["."]
+    for path in [*paths, *args.tool_module]:
+        if not os.path.exists(path):
+            parser.error(f"path does not exist: {path}")
+    for path in args.tool_module:
+        if not os.path.isfile(path):
+            parser.error(f"tool module is not a file: {path}")
+
+    from luma.check.host import HostCheck
+    from luma.compile import check_file, find_luma_files
+    from luma.syntax.diagnostics import Diagnostic
+    from luma.syntax.render import render, source_lookup
+    from luma.syntax.source import SourceFile
+
+    files, missing = find_luma_files(paths)
+    if missing:  # vanished since the check above
+        parser.error(f"path does not exist: {missing[0]}")
+    host = HostCheck(list(args.tool_module))
+    diagnostics: list[Diagnostic] = []
+    sources: list[SourceFile] = []
+    unreadable: list[str] = []
+    for path in files:
+        try:
+            checked = check_file(path)
+        except OSError as exc:
+            unreadable.append(f"luma check: error: cannot read {path}: {exc.strerror or exc}")
+            continue
+        sources.append(checked.source)
+        diagnostics += sorted(checked.diagnostics, key=lambda d: (d.span.start, d.span.end))
+        if checked.program is not None:
+            diagnostics += host.check(checked.program, path)
+
+    report = render(args.format, diagnostics, source_lookup(sources),
+                    color=args.format == "text" and _use_color(args.color, sys.stderr))
+    if args.format == "text":
+        sys.stderr.write(report)
+    else:
+        _write_stdout(report)
+    for line in unreadable:
+        print(line, file=sys.stderr)
+    if not files and not unreadable:
+        print(f"luma check: warning: no .luma files found in {', '.join(paths)}", file=sys.stderr)
+    else:
+        print(_summary(diagnostics, len(sources)), file=sys.stderr)
+    if unreadable:
+        return EXIT_USAGE
+    failing = any(d.is_error or args.strict for d in diagnostics)
+    return EXIT_FAILED if failing else EXIT_OK
+
+
+def _summary(diagnostics: Sequence[Any], files: int) -> str:
+    errors = sum(1 for d in diagnostics if d.is_error)
+    warnings = len(diagnostics) - errors
+    checked = f"checked {_plural(files, 'file')}"
+    if not diagnostics:
+        return f"{checked}: no problems"
+    parts = [_plural(errors, "error")] if errors else []
+    parts += [_plural(warnings, "warning")] if warnings else []
+    return f"{checked}: {', '.join(parts)}"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+# ----------------------------------------------------------------------------------------- run
+
+def _run_parser(prog: str) -> _Parser:
+    parser = _Parser(prog=prog, allow_abbrev=False,
+                     description="Compile and run a .luma program; its result is printed to "
+                                 "stdout as JSON.",
+                     epilog="exit status: 0 ran and returned, 1 a Luma error at run time, "
+                            "2 could not start (compile error, bad config, missing handler, "
+                            "bad command line)")
+    parser.add_argument("program", metavar="PROGRAM.luma", help="the program to run")
+    parser.add_argument("--tool-module", action="append", default=[], metavar="PATH",
+                        help="a Python tool module; repeatable; adds to the config's "
+                             "tool_modules")
+    parser.add_argument("--config", metavar="PATH",
+                        help="the config file (default: luma.config.json beside the program)")
+    parser.add_argument("--agent", metavar="NAME", help="run this agent's method")
+    parser.add_argument("--fn", metavar="NAME", default="run", help="the method (default: run)")
+    parser.add_argument("--input", metavar="JSON",
+                        help="the method's arguments as a JSON object, or @FILE to read one")
+    parser.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
+                        type=_key_value, help="one argument (VALUE parsed as JSON when it "
+                                              "parses); repeatable")
+    parser.add_argument("--model", metavar="NAME", help="default model for this run")
+    parser.add_argument("--trace", metavar="FILE", help="write telemetry events as JSON Lines")
+    replay = parser.add_mutually_exclusive_group()
+    replay.add_argument("--record", metavar="FILE", help="record provider traffic to FILE")
+    replay.add_argument("--replay", metavar="FILE", help="replay provider traffic from FILE")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="show each tool call and model turn on stderr")
+    parser.add_argument("--generate-tool-types", metavar="OUT",
+                        help="write generated types for tool modules to OUT (.py, .pyi, .ts, "
+                             ".d.ts) and exit without running")
+    _add_color(parser)
+    return parser
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def run_command(argv: Sequence[str], prog: str = "luma") -> int:
+    """``luma PROGRAM.luma`` / ``luma run PROGRAM.luma``: compile (exit 2 with the diagnostics on
+    a compile error), then run."""
+    parser = _run_parser(prog)
+    args = parser.parse_args(list(argv))
+    if not os.path.isfile(args.program):
+        what = "is not a file" if os.path.exists(args.program) else "does not exist"
+        hint = ""
+        if not os.path.exists(args.program) and prog == "luma":
+            import difflib
+
+            close = difflib.get_close_matches(args.program, ["check", "run", "export"], n=1)
+            hint = f" (did you mean 'luma {close[0]}'?)" if close else ""
+        parser.error(f"program {what}: {args.program}{hint}")
+
+    from luma.compile import check_file
+    from luma.syntax.render import render_text, source_lookup
+
+    try:
+        checked = check_file(args.program)
+    except OSError as exc:
+        print(f"{prog}: error: cannot read {args.program}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return EXIT_USAGE
+    if checked.diagnostics:
+        sys.stderr.write(render_text(checked.diagnostics, source_lookup([checked.source]),
+                                     color=_use_color(args.color, sys.stderr)))
+    if checked.has_errors:
+        errors = sum(1 for d in checked.diagnostics if d.is_error)
+        print(f"error: {args.program} did not compile: {_plural(errors, 'error')}",
+              file=sys.stderr)
+        return EXIT_USAGE
+    return run_program(checked, args)
+
+
+def run_program(checked: Any, args: argparse.Namespace) -> int:
+    """Run a compiled program with the parsed options."""
+    print("error: running programs is not available in this version; use 'luma check'",
+          file=sys.stderr)
+    return EXIT_USAGE
+
+
+# -------------------------------------------------------------------------------------- export
+
+def export_command(argv: Sequence[str]) -> int:
+    """``luma export``: print a program's tool declarations for one provider."""
+    print("error: 'luma export' is not available in this version; use 'luma check'",
+          file=sys.stderr)
+    return EXIT_USAGE
+
+
+# -------------------------------------------------------------------------------------- output
+
+def _add_color(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--color", choices=("never", "always", "auto"), default="auto",
+                        help="colour the text output (auto: only on a terminal, and not when "
+                             "NO_COLOR is set)")
+
+
+def _use_color(choice: str, stream: IO[str]) -> bool:
+    """``always``/``never`` win; ``auto`` colours only a terminal, and never when ``NO_COLOR``
+    is set to anything non-empty or ``TERM`` is ``dumb``."""
+    if choice != "auto":
+        return choice == "always"
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _write_stdout(text: str) -> None:
+    """Machine formats are UTF-8 whatever the locale (SARIF requires it; GitHub and JSON tools
+    expect it)."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        sys.stdout.write(text)
+    else:
+        sys.stdout.flush()
+        buffer.write(text.encode("utf-8"))
+    sys.stdout.flush()
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

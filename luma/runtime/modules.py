@@ -1,0 +1,265 @@
+"""Host tool modules: import a Python file by path and find its tool handlers (RUNTIME.md §1).
+
+A module exports its handlers, in this order of precedence, as a dict named ``luma_tools``, a
+dict named ``tools``, a dict named ``default``, or else as its own top-level functions: the
+public (not ``_``-prefixed) callables defined in the module itself. Imported names and classes
+are not handlers in that last form, so ``from helpers import parse`` in two modules is no
+conflict; a module that wants to export an imported function lists it in ``luma_tools``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import inspect
+import json
+import sys
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+Handler = Callable[..., Any]
+
+EXPORT_DICTS = ("luma_tools", "tools", "default")
+TOP_LEVEL_EXPORT = "top-level functions"
+
+
+class ToolModuleError(Exception):
+    """A tool module that cannot be used. The message names the module and reads on its own;
+    ``path``, ``line`` and ``column`` (1-based, when known) say where the problem is."""
+
+    def __init__(self, message: str, path: str, line: int | None = None,
+                 column: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.line = line
+        self.column = column
+
+
+@dataclass(frozen=True, slots=True)
+class ToolModule:
+    """A loaded tool module: its handlers by tool name, and which export they came from."""
+
+    path: str
+    handlers: dict[str, Handler]
+    export: str
+
+
+@dataclass(slots=True)
+class ToolRegistry:
+    """Handlers by tool name across modules; each name is registered by exactly one module."""
+
+    handlers: dict[str, Handler] = field(default_factory=dict)
+    origins: dict[str, str] = field(default_factory=dict)
+
+    def add(self, module: ToolModule) -> None:
+        """Register every handler of ``module``; a name already registered is a conflict and
+        nothing of the module is registered."""
+        for name in module.handlers:
+            if name in self.handlers:
+                raise ToolModuleError(f"Tool registry conflict: {name}.", module.path)
+        for name, handler in module.handlers.items():
+            self.handlers[name] = handler
+            self.origins[name] = module.path
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.handlers
+
+    def get(self, name: str) -> Handler | None:
+        return self.handlers.get(name)
+
+
+def load_tool_module(path: str | Path) -> ToolModule:
+    """Import the Python file at ``path`` and collect its handlers.
+
+    Raises :class:`ToolModuleError` when the file does not exist, fails to import (the message
+    carries the exception, never a traceback), or exports something that is not a handler.
+    While the module runs, its ``print`` output goes to stderr, so it cannot mix into a result
+    on stdout.
+    """
+    shown = str(path)
+    file = Path(path)
+    if not file.is_file():
+        raise ToolModuleError(f"Tool module '{shown}' does not exist.", shown)
+    module = _import_file(file, shown)
+    return ToolModule(shown, *_find_handlers(module, shown))
+
+
+def load_registry(paths: Iterable[str | Path]) -> tuple[ToolRegistry, list[ToolModuleError]]:
+    """Load every module into one registry. A module that fails is reported and skipped; the
+    others are still registered, so every problem shows in one run."""
+    registry = ToolRegistry()
+    errors: list[ToolModuleError] = []
+    for path in paths:
+        try:
+            registry.add(load_tool_module(path))
+        except ToolModuleError as exc:
+            errors.append(exc)
+    return registry, errors
+
+
+def _module_name(file: Path) -> str:
+    digest = hashlib.sha256(str(file.resolve()).encode()).hexdigest()[:12]
+    stem = "".join(c if c.isalnum() else "_" for c in file.stem)
+    return f"luma_tool_module_{stem}_{digest}"
+
+
+def _import_file(file: Path, shown: str) -> ModuleType:
+    name = _module_name(file)
+    cached = sys.modules.get(name)
+    if cached is not None:
+        return cached
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise ToolModuleError(f"Tool module '{shown}' is not a Python file that can be imported.",
+                              shown)
+    module = importlib.util.module_from_spec(spec)
+    # Registered before it runs, as an ordinary import is: dataclasses and pickling look the
+    # module up by name while it executes.
+    sys.modules[name] = module
+    folder = str(file.resolve().parent)
+    sys.path.insert(0, folder)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            spec.loader.exec_module(module)
+    except (Exception, SystemExit) as exc:
+        del sys.modules[name]
+        raise ToolModuleError(
+            f"Tool module '{shown}' could not be loaded: {_describe(exc)}", shown,
+            _error_line(exc, file)) from None
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(folder)
+    return module
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, SyntaxError):
+        return f"SyntaxError: {exc.msg}"
+    if isinstance(exc, SystemExit):
+        return f"the module called exit({exc.code!r}) while loading"
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _error_line(exc: BaseException, file: Path) -> int | None:
+    """The line of ``file`` where the import failed: the syntax error's line, or the innermost
+    traceback frame that is in the module itself."""
+    target = file.resolve()
+    if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
+        with contextlib.suppress(OSError):
+            if Path(exc.filename).resolve() == target:
+                return exc.lineno
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        with contextlib.suppress(OSError):
+            if Path(frame.filename).resolve() == target:
+                line = frame.lineno
+    return line
+
+
+def _find_handlers(module: ModuleType, shown: str) -> tuple[dict[str, Handler], str]:
+    namespace = vars(module)
+    for export in EXPORT_DICTS:
+        if export not in namespace:
+            continue
+        value = namespace[export]
+        if not isinstance(value, dict):
+            if export == "luma_tools":
+                raise ToolModuleError(
+                    f"Tool module '{shown}' exports 'luma_tools' as a {type(value).__name__} "
+                    "value; it must be a dict of tool names to handlers.", shown,
+                    _export_line(module, export))
+            continue  # a `tools` or `default` that is not a dict is not an export
+        handlers: dict[str, Handler] = {}
+        for key, handler in value.items():
+            if not isinstance(key, str):
+                raise ToolModuleError(
+                    f"Tool module '{shown}' export '{export}' has a key that is not a tool "
+                    f"name: {key!r}.", shown, _export_line(module, export))
+            if not callable(handler):
+                raise ToolModuleError(
+                    f"Tool module '{shown}' export '{export}' maps '{key}' to a value that is "
+                    f"not callable ({type(handler).__name__}).", shown,
+                    _export_line(module, export))
+            handlers[key] = handler
+        return handlers, export
+    own = module.__name__
+    handlers = {
+        name: value for name, value in namespace.items()
+        if not name.startswith("_") and callable(value) and not inspect.isclass(value)
+        and not isinstance(value, ModuleType) and getattr(value, "__module__", None) == own
+    }
+    return handlers, TOP_LEVEL_EXPORT
+
+
+def _export_line(module: ModuleType, export: str) -> int | None:
+    """The line where the module assigns ``export`` at top level, if it can be found."""
+    import re
+
+    try:
+        text = Path(module.__file__ or "").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    match = re.search(rf"^{re.escape(export)}\s*(:[^=\n]*)?=", text, re.MULTILINE)
+    return text.count("\n", 0, match.start()) + 1 if match else None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigModuleEntry:
+    """One ``tool_modules`` entry of a config file: the path as written and the resolved file."""
+
+    written: str
+    path: Path
+    key: str
+
+
+def config_tool_modules(config_path: str | Path) -> list[ConfigModuleEntry]:
+    """The ``tool_modules`` entries of ``luma.config.json`` (a path string or ``{"path": ...}``),
+    resolved against the config's folder. Only this key is read here.
+
+    Raises :class:`ToolModuleError` (located in the config file) when the file is not valid JSON
+    or ``tool_modules`` has the wrong shape.
+    """
+    shown = str(config_path)
+    file = Path(config_path)
+    try:
+        text = file.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ToolModuleError(f"{file.name} is not valid UTF-8 text.", shown, 1) from None
+    except OSError as exc:
+        raise ToolModuleError(f"{file.name} cannot be read: {exc.strerror or exc}.", shown) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ToolModuleError(f"{file.name} is not valid JSON: {exc.msg}.", shown,
+                              exc.lineno, exc.colno) from None
+    if not isinstance(data, dict):
+        raise ToolModuleError(f"{file.name} must hold a JSON object.", shown, 1)
+    modules = data.get("tool_modules", [])
+    if isinstance(modules, str):
+        modules = [modules]
+    if not isinstance(modules, list):
+        raise ToolModuleError(
+            f"{file.name}: tool_modules must be a list of paths or {{\"path\": ...}} objects.",
+            shown, _line_of(text, '"tool_modules"'))
+    entries = []
+    for i, entry in enumerate(modules):
+        key = f"tool_modules[{i}]"
+        written = entry.get("path") if isinstance(entry, dict) else entry
+        if not isinstance(written, str) or not written:
+            what = f"{key}.path" if isinstance(entry, dict) else key
+            raise ToolModuleError(f"{file.name}: {what} must be a non-empty path string.", shown,
+                                  _line_of(text, '"tool_modules"'))
+        entries.append(ConfigModuleEntry(written, file.parent / written, key))
+    return entries
+
+
+def _line_of(text: str, needle: str) -> int | None:
+    i = text.find(needle)
+    return text.count("\n", 0, i) + 1 if i >= 0 else None
