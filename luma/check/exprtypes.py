@@ -1,0 +1,286 @@
+"""Static types of expressions in statements: just enough to catch a misspelled field, a value of
+the wrong kind where an object, a list or a bool is required, and to narrow tagged unions.
+
+A static type is an approximation that errs towards ``UNKNOWN``: whatever cannot be known for
+sure (``any``, an object literal's fields, two different types meeting after an ``if``) is
+never checked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from luma.check.symbols import Symbols
+from luma.syntax import ast
+from luma.syntax.diagnostics import DiagnosticBag, did_you_mean
+from luma.syntax.source import Span
+
+
+@dataclass(frozen=True, slots=True)
+class Ty:
+    """A static type.
+
+    ``kind`` is one of ``unknown null bool int float string list map object schema union``.
+    ``name`` names the schema or union; ``member`` is the member a union value is narrowed to;
+    ``item`` is a list's item or a map's value type; ``values`` are an enum's strings.
+    """
+
+    kind: str
+    name: str | None = None
+    member: str | None = None
+    item: Ty | None = None
+    values: tuple[str, ...] = ()
+
+    @property
+    def is_known(self) -> bool:
+        return self.kind != "unknown"
+
+
+UNKNOWN = Ty("unknown")
+NULL = Ty("null")
+BOOL = Ty("bool")
+INT = Ty("int")
+FLOAT = Ty("float")
+STRING = Ty("string")
+OBJECT = Ty("object")  # an object whose fields are not known (an object literal, a caught error)
+
+
+def list_of(item: Ty) -> Ty:
+    return Ty("list", item=item)
+
+
+def describe(ty: Ty) -> str:
+    """How a type is written in Luma source (``string[]``, ``Order``, ``enum["a", "b"]``)."""
+    if ty.kind == "string" and ty.values:
+        return "enum[" + ", ".join(f'"{v}"' for v in ty.values) + "]"
+    if ty.kind == "list":
+        return describe(ty.item or UNKNOWN) + "[]"
+    if ty.kind == "map":
+        return f"map[{describe(ty.item or UNKNOWN)}]"
+    if ty.kind == "union" and ty.member:
+        return ty.member
+    if ty.kind in ("schema", "union"):
+        return ty.name or "object"
+    if ty.kind == "unknown":
+        return "any"
+    return ty.kind
+
+
+_KIND_WORDS = {
+    "null": "null", "bool": "a bool", "int": "a number", "float": "a number", "string": "a string",
+    "list": "a list", "map": "an object", "object": "an object", "schema": "an object",
+    "union": "an object",
+}
+
+
+def kind_word(ty: Ty) -> str:
+    """The kind of a value in words, for messages: ``a number``, ``a list``."""
+    return _KIND_WORDS.get(ty.kind, "a value")
+
+
+def is_objectlike(ty: Ty) -> bool:
+    return ty.kind in ("map", "object", "schema", "union")
+
+
+# ------------------------------------------------------------------------------- resolution
+
+
+def resolve(te: ast.TypeExpr | None, symbols: Symbols) -> Ty:
+    """The static type a declared type stands for; an unknown name is ``UNKNOWN`` (reported by
+    ``check_type_expr``)."""
+    if te is None:
+        return UNKNOWN
+    if isinstance(te, ast.PrimitiveType):
+        return {"string": STRING, "int": INT, "float": FLOAT, "bool": BOOL}.get(te.name, UNKNOWN)
+    if isinstance(te, ast.EnumType):
+        return Ty("string", values=te.values)
+    if isinstance(te, ast.ListType):
+        return list_of(resolve(te.item, symbols))
+    if isinstance(te, ast.MapType):
+        return Ty("map", item=resolve(te.value, symbols))
+    if te.name in symbols.schemas:
+        return Ty("schema", name=te.name)
+    if te.name in symbols.unions:
+        return Ty("union", name=te.name)
+    return UNKNOWN
+
+
+_NOT_A_TYPE = {"tools": "a tool", "models": "a model", "agents": "an agent"}
+
+
+def check_type_expr(te: ast.TypeExpr | None, symbols: Symbols, bag: DiagnosticBag) -> None:
+    """Report every name in ``te`` that is not a declared schema or union (E007)."""
+    if te is None or isinstance(te, (ast.PrimitiveType, ast.EnumType)):
+        return
+    if isinstance(te, ast.ListType):
+        check_type_expr(te.item, symbols, bag)
+        return
+    if isinstance(te, ast.MapType):
+        check_type_expr(te.value, symbols, bag)
+        return
+    if symbols.is_type(te.name):
+        return
+    hint = did_you_mean(te.name, symbols.type_names())
+    for table, word in _NOT_A_TYPE.items():
+        if te.name in getattr(symbols, table):
+            hint = f"'{te.name}' is {word}, not a type"
+    bag.error("E007", f"Unknown type '{te.name}'.", te.span, hint=hint)
+
+
+# ------------------------------------------------------------------------------------ joins
+
+
+def join(a: Ty, b: Ty) -> Ty:
+    """The type of a value that is ``a`` on one path and ``b`` on another."""
+    if a == b:
+        return a
+    if a.kind == b.kind == "string":
+        return STRING
+    if {a.kind, b.kind} == {"int", "float"}:
+        return FLOAT
+    if a.kind == b.kind == "list":
+        return list_of(join(a.item or UNKNOWN, b.item or UNKNOWN))
+    if a.kind == b.kind == "union" and a.name == b.name:
+        return Ty("union", name=a.name)
+    return UNKNOWN
+
+
+# ---------------------------------------------------------------------------- field lookup
+
+
+@dataclass(frozen=True, slots=True)
+class FieldProblem:
+    """Why ``.field`` cannot be read from a value of a known type (E035)."""
+
+    message: str
+    hint: str | None
+    declared: Span | None = None
+
+
+def _fields(decl: ast.SchemaDecl) -> dict[str, ast.Field]:
+    return {f.name: f for f in decl.fields}
+
+
+def field_type(ty: Ty, name: str, symbols: Symbols, path: str) -> tuple[Ty, FieldProblem | None]:
+    """The type of ``value.name`` for a value of type ``ty``, or the problem with reading it.
+
+    ``path`` is the source text of the value (``stats``), for hints.
+    """
+    if ty.kind == "map":
+        return ty.item or UNKNOWN, None
+    if ty.kind == "schema" and ty.name in symbols.schemas:
+        decl = symbols.schemas[ty.name]
+        fields = _fields(decl)
+        if name in fields:
+            return resolve(fields[name].type, symbols), None
+        return UNKNOWN, FieldProblem(f"Type '{ty.name}' has no field '{name}'.",
+                                     did_you_mean(name, list(fields)), decl.name_span)
+    if ty.kind == "union" and ty.name in symbols.unions:
+        return _union_field(ty, name, symbols, path)
+    if ty.kind in ("bool", "int", "float", "string", "list"):
+        hint = "use len(...) for the length" if ty.kind in ("string", "list") else None
+        return UNKNOWN, FieldProblem(
+            f"A value of type {describe(ty)} has no field '{name}'.", hint)
+    return UNKNOWN, None
+
+
+def _union_field(ty: Ty, name: str, symbols: Symbols,
+                 path: str) -> tuple[Ty, FieldProblem | None]:
+    union = symbols.unions[ty.name or ""]
+    members = [m.name for m in union.members]
+    if name == union.tag:
+        return Ty("string", values=tuple(members)), None
+    decls = {m: symbols.schemas[m] for m in members if m in symbols.schemas}
+    if len(decls) != len(members):
+        return UNKNOWN, None  # a broken union is reported with its declaration
+    if ty.member is not None and ty.member in decls:
+        decl = decls[ty.member]
+        fields = _fields(decl)
+        if name in fields:
+            return resolve(fields[name].type, symbols), None
+        return UNKNOWN, FieldProblem(
+            f"Type '{ty.member}' has no field '{name}'.",
+            did_you_mean(name, [*fields, union.tag]), decl.name_span)
+    having = [m for m, d in decls.items() if name in _fields(d)]
+    if len(having) == len(decls):
+        result: Ty | None = None
+        for d in decls.values():
+            t = resolve(_fields(d)[name].type, symbols)
+            result = t if result is None else join(result, t)
+        return result or UNKNOWN, None
+    if having:
+        listed = ", ".join(having)
+        hint = f"only {listed} {'has' if len(having) == 1 else 'have'} it; " \
+               f"check {path}.{union.tag} == \"{having[0]}\" first"
+        return UNKNOWN, FieldProblem(
+            f"Not every member of '{ty.name}' has the field '{name}'.", hint, union.name_span)
+    every = sorted({f for d in decls.values() for f in _fields(d)} | {union.tag})
+    return UNKNOWN, FieldProblem(f"Type '{ty.name}' has no field '{name}'.",
+                                 did_you_mean(name, every), union.name_span)
+
+
+def index_type(ty: Ty, index: ast.Expr, symbols: Symbols) -> Ty:
+    """The type of ``value[index]``; never a problem (an index is checked at run time)."""
+    if ty.kind == "list":
+        return ty.item or UNKNOWN
+    if ty.kind == "map":
+        return ty.item or UNKNOWN
+    if ty.kind in ("schema", "union") and isinstance(index, ast.StringLit) \
+            and not index.has_placeholders:
+        found, problem = field_type(ty, index.value, symbols, "")
+        return UNKNOWN if problem else found
+    return UNKNOWN
+
+
+def path_text(expr: ast.Expr) -> str:
+    """Source-like text of a name/field path (``order.items``), for hints; ``value`` otherwise."""
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Member):
+        return f"{path_text(expr.obj)}.{expr.name}"
+    return "value"
+
+
+# ------------------------------------------------------------------------------- literals
+
+
+def literal_type(expr: ast.Literal) -> Ty:
+    v = expr.value
+    if v is None:
+        return NULL
+    if isinstance(v, bool):
+        return BOOL
+    if isinstance(v, int):
+        return INT
+    return FLOAT
+
+
+def fits_kind(value: Ty, target: Ty) -> bool:
+    """Whether a value of static type ``value`` may be a valid ``target`` as far as kinds go.
+
+    Only a certain mismatch is ``False``: any unknown side, a float for an int (``3.0`` is
+    accepted) and an object for a schema (its fields are checked elsewhere) all fit.
+    """
+    if not value.is_known or not target.is_known:
+        return True
+    v, t = value.kind, target.kind
+    if t == "float":
+        return v in ("int", "float")
+    if t == "int":
+        return v in ("int", "float")
+    if t == "string":
+        if v != "string":
+            return False
+        return not (target.values and value.values and not set(value.values) <= set(target.values))
+    if t == "bool":
+        return v == "bool"
+    if t == "list":
+        return v == "list" and fits_kind(value.item or UNKNOWN, target.item or UNKNOWN)
+    if t == "map":
+        if v == "map":
+            return fits_kind(value.item or UNKNOWN, target.item or UNKNOWN)
+        return is_objectlike(value)
+    if t in ("object", "schema", "union"):
+        # schemas are structural: a value of another schema may still fit, at run time
+        return is_objectlike(value)
+    return True
