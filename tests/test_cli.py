@@ -383,7 +383,8 @@ def test_help_version_and_no_arguments(run) -> None:
 def test_check_path_does_not_import_heavy_libraries() -> None:
     code = ("import sys\nfrom luma.cli import main\n"
             f"main(['check', {FIELD_ERROR!r}])\n"
-            "print(' '.join(m for m in ('rich', 'httpx', 'jsonschema', 'pydantic')"
+            "print(' '.join(m for m in ('rich', 'httpx', 'jsonschema', 'pydantic', "
+            "'luma.runtime.modules')"
             " if m in sys.modules))\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                           timeout=60)

@@ -234,6 +234,16 @@ def test_github_escapes_data_and_properties() -> None:
                    "title=W005::100%25 sure:%0D%0Asecond, part%0Ahint: h: 50%25\n")
 
 
+def test_github_paths_are_relative_to_the_workspace(tmp_path: Path) -> None:
+    inside = tmp_path / "src" / "a.luma"
+    outside = Path("/elsewhere/b.luma")
+    sources = {str(p): SourceFile(str(p), "x\n") for p in (inside, outside)}
+    diags = [Diagnostic("error", "E001", "m", Span(p, 0, 1)) for p in sources]
+    out = render_github(diags, source_lookup(sources), root=tmp_path)
+    assert [line.split(",")[0] for line in out.splitlines()] == [
+        "::error file=src/a.luma", "::error file=/elsewhere/b.luma"]
+
+
 def test_github_related_spans_are_note_lines() -> None:
     out = render_github(demo_diagnostics()[:1], source_lookup(demo_sources()))
     assert out.endswith("::Field 'id' is declared more than once in schema 'Order'.%0A"

@@ -38,8 +38,8 @@ class HostCheck:
     _texts: dict[str, SourceFile] = field(default_factory=dict)
 
     def check(self, program: ast.Program, program_path: str | Path) -> list[Diagnostic]:
-        from luma.runtime.modules import ToolModule, ToolModuleError, ToolRegistry
-
+        """The host diagnostics of one program: none, and nothing imported, when it has no
+        tool modules."""
         out: list[Diagnostic] = []
         config = Path(program_path).parent / CONFIG_NAME
         configured = self._config_modules(config, out) if config.is_file() else []
@@ -49,6 +49,8 @@ class HostCheck:
         wanted += [(Path(p), None) for p in self.tool_modules]
         if not wanted:
             return out
+        from luma.runtime.modules import ToolModule, ToolModuleError, ToolRegistry
+
         registry = ToolRegistry()
         complete = True
         seen: set[Path] = set()

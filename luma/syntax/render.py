@@ -221,16 +221,23 @@ def _loc_fields(loc: Location) -> dict[str, object]:
 
 # -------------------------------------------------------------------------------------- github
 
-def render_github(diagnostics: Sequence[Diagnostic], sources: SourceLookup) -> str:
+def render_github(diagnostics: Sequence[Diagnostic], sources: SourceLookup, *,
+                  root: str | Path | None = None) -> str:
     """One GitHub Actions workflow command per diagnostic::
 
         ::error file=x.luma,line=2,col=6,endLine=2,endColumn=10,title=E001::message
 
-    The hint and related notes follow the message on lines of their own (encoded as ``%0A``)."""
+    The hint and related notes follow the message on lines of their own (encoded as ``%0A``).
+    GitHub places an annotation by a path relative to the workspace, so an absolute path inside
+    ``root`` (default: the current folder) is written relative to it."""
+    base = (Path(root) if root is not None else Path.cwd()).resolve()
     out = []
     for d in diagnostics:
         loc = locate(d.span, sources)
-        props = [("file", loc.file), ("line", loc.line), ("col", loc.column),
+        file = Path(loc.file)
+        if file.is_absolute() and file.is_relative_to(base):
+            file = file.relative_to(base)
+        props = [("file", file.as_posix()), ("line", loc.line), ("col", loc.column),
                  ("endLine", loc.end_line), ("endColumn", loc.end_column), ("title", d.code)]
         text = [d.message]
         if d.hint:
