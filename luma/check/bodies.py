@@ -12,10 +12,11 @@ from collections.abc import Sequence
 from luma.check.arguments import ArgumentChecker
 from luma.check.calls import CallChecker
 from luma.check.exprtypes import (
-    BOOL, FLOAT, INT, OBJECT, STRING, UNKNOWN, Ty, check_type_expr, field_type, index_type,
+    BOOL, FLOAT, INT, OBJECT, STRING, UNKNOWN, Ty, field_type, index_type,
     is_objectlike, join, kind_word, list_of, literal_type, path_text, resolve)
 from luma.check.scopes import Flow, Scope, assigned_names, join_flows
 from luma.check.symbols import Symbols
+from luma.check.types import check_type
 from luma.syntax import ast
 from luma.syntax.diagnostics import DiagnosticBag, Related, did_you_mean
 from luma.syntax.source import Span
@@ -52,8 +53,9 @@ class BodyChecker:
     # --------------------------------------------------------------------------- entry points
     def check_fn(self, fn: ast.FnDecl) -> None:
         for p in fn.params:
-            check_type_expr(p.type, self.symbols, self.bag)
-        check_type_expr(fn.returns, self.symbols, self.bag)
+            check_type(p.type, self.symbols, self.bag)
+        if fn.returns is not None:
+            check_type(fn.returns, self.symbols, self.bag)
         flow = Flow()
         for p in fn.params:
             flow = flow.assign(p.name, resolve(p.type, self.symbols))
@@ -102,7 +104,7 @@ class BodyChecker:
     def _assign(self, s: ast.Assign, flow: Flow) -> Flow:
         ty = self.expr(s.value, flow)
         if s.type is not None:
-            check_type_expr(s.type, self.symbols, self.bag)
+            check_type(s.type, self.symbols, self.bag)
             self.arguments.check_value(
                 s.value, ty, s.type, None, is_input=False,
                 invalid=lambda problem: f"Invalid value for variable '{s.target}': {problem}.")
@@ -274,9 +276,8 @@ class BodyChecker:
         obj = self.expr(e.obj, flow)
         ty, problem = field_type(obj, e.name, self.symbols, path_text(e.obj))
         if problem is not None:
-            related = (Related(problem.declared, "declared here"),) if problem.declared else ()
             self.bag.error("E035", problem.message, e.name_span, hint=problem.hint,
-                           related=related)
+                           related=problem.related)
         return ty
 
     def _string(self, s: ast.StringLit, flow: Flow) -> None:
@@ -294,8 +295,7 @@ class BodyChecker:
                     if problem is not None:
                         name_span = Span(step.span.file, step.span.start + 1, step.span.end)
                         self.bag.error("E035", problem.message, name_span, hint=problem.hint,
-                                       related=(Related(problem.declared, "declared here"),)
-                                       if problem.declared else ())
+                                       related=problem.related)
                         break
             elif isinstance(part, ast.BadPlaceholder):
                 if part.text == "{":
@@ -342,7 +342,7 @@ class BodyChecker:
         if prompt.is_known and prompt.kind != "string":
             self.bag.error("E034", f"The prompt of an ask must be a string, not "
                            f"{kind_word(prompt)}.", e.prompt.span)
-        check_type_expr(e.type, self.symbols, self.bag)
+        check_type(e.type, self.symbols, self.bag)
         self.calls.check_using_tool(e)
         agent = self.scope.agent
         if agent is None:

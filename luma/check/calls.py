@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from luma.check.arguments import ArgumentChecker
 from luma.check.exprtypes import (
     FLOAT, INT, NULL, STRING, UNKNOWN, Ty, is_objectlike, kind_word, list_of, resolve)
+from luma.check.references import report_unknown_tool
 from luma.check.scopes import Scope
 from luma.check.symbols import Symbols
 from luma.syntax import ast
@@ -180,10 +181,7 @@ class CallChecker:
     def _tool(self, name: str, span: Span) -> ast.ToolDecl | None:
         tool = self.symbols.tools.get(name)
         if tool is None:
-            hint = did_you_mean(name, list(self.symbols.tools))
-            if hint is None and name in self.symbols.agents:
-                hint = f"'{name}' is an agent; call its functions as {name}.fn(...)"
-            self.bag.error("E026", f"Unknown tool '{name}'.", span, hint=hint)
+            report_unknown_tool(name, span, self.symbols, self.bag)
         return tool
 
     def check_tool_call(self, call: ast.ToolCall, arg_type: Ty,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from luma.check.symbols import Symbols
 from luma.syntax import ast
-from luma.syntax.diagnostics import DiagnosticBag, did_you_mean
+from luma.syntax.diagnostics import Related, did_you_mean
 from luma.syntax.source import Span
 
 
@@ -87,7 +87,7 @@ def is_objectlike(ty: Ty) -> bool:
 
 def resolve(te: ast.TypeExpr | None, symbols: Symbols) -> Ty:
     """The static type a declared type stands for; an unknown name is ``UNKNOWN`` (reported by
-    ``check_type_expr``)."""
+    ``luma.check.types.check_type``)."""
     if te is None:
         return UNKNOWN
     if isinstance(te, ast.PrimitiveType):
@@ -103,28 +103,6 @@ def resolve(te: ast.TypeExpr | None, symbols: Symbols) -> Ty:
     if te.name in symbols.unions:
         return Ty("union", name=te.name)
     return UNKNOWN
-
-
-_NOT_A_TYPE = {"tools": "a tool", "models": "a model", "agents": "an agent"}
-
-
-def check_type_expr(te: ast.TypeExpr | None, symbols: Symbols, bag: DiagnosticBag) -> None:
-    """Report every name in ``te`` that is not a declared schema or union (E007)."""
-    if te is None or isinstance(te, (ast.PrimitiveType, ast.EnumType)):
-        return
-    if isinstance(te, ast.ListType):
-        check_type_expr(te.item, symbols, bag)
-        return
-    if isinstance(te, ast.MapType):
-        check_type_expr(te.value, symbols, bag)
-        return
-    if symbols.is_type(te.name):
-        return
-    hint = did_you_mean(te.name, symbols.type_names())
-    for table, word in _NOT_A_TYPE.items():
-        if te.name in getattr(symbols, table):
-            hint = f"'{te.name}' is {word}, not a type"
-    bag.error("E007", f"Unknown type '{te.name}'.", te.span, hint=hint)
 
 
 # ------------------------------------------------------------------------------------ joins
@@ -154,7 +132,13 @@ class FieldProblem:
 
     message: str
     hint: str | None
-    declared: Span | None = None
+    declared: Span | None = None  # the name of the schema or union that lacks the field
+
+    @property
+    def related(self) -> tuple[Related, ...]:
+        if self.declared is None:
+            return ()
+        return (Related(self.declared, "the type is declared here"),)
 
 
 def _fields(decl: ast.SchemaDecl) -> dict[str, ast.Field]:
