@@ -99,7 +99,8 @@ def test_structured_final_answer_uses_a_strict_json_schema_response_format():
         server.reply(completion(json.dumps(answer)))
         p = provider(server)
         r = turn(p, ChatRequest(p.settings, (user("Sum"),), response_format=answer_format()))
-    assert json.loads(r.content) == answer
+    # strict mode's null for the optional 'note' means absent: it does not leave the adapter
+    assert json.loads(r.content) == {"summary": "Five.", "total": 5}
     fmt = server.requests[0].body["response_format"]
     assert fmt["type"] == "json_schema"
     assert fmt["json_schema"]["name"] == "Answer" and fmt["json_schema"]["strict"] is True
@@ -159,7 +160,7 @@ def test_invalid_then_valid_answer_in_sequence():
 
         r1, r2 = run(flow())
     assert r1.content == "The total is one."
-    assert json.loads(r2.content) == good
+    assert json.loads(r2.content) == {"summary": "Ok.", "total": 1}
     assert server.requests[1].body["messages"][1] == {"role": "assistant",
                                                       "content": "The total is one."}
 
@@ -313,3 +314,25 @@ def test_azure_without_a_base_url_is_a_config_error():
     assert info.value.code == "MODEL_CONFIG"
     assert info.value.message == ("Model 'Main' (azure) needs a base_url, the resource endpoint, "
                                   "e.g. https://<resource>.openai.azure.com.")
+
+
+def test_strict_nulls_for_optional_tool_arguments_are_removed():
+    with openai_fake.server() as server:
+        server.reply(completion(tool_calls=[
+            ("c1", "text_stats", {"text": "hi", "language": None}),
+            ("c2", "calculate", '{"a": 1, "b": 2, "operation": null}'),
+            ("c3", "text_stats", '{"text": "cut')]))
+        p = provider(server)
+        r = turn(p, ChatRequest(p.settings, (user("x"),), tools()))
+    assert json.loads(r.tool_calls[0].arguments) == {"text": "hi"}
+    # a required field keeps its null (validation reports it); broken JSON stays as it came
+    assert r.tool_calls[1].arguments == '{"a": 1, "b": 2, "operation": null}'
+    assert r.tool_calls[2].arguments == '{"text": "cut'
+
+
+def test_without_strict_mode_nulls_are_left_alone():
+    with openai_fake.server() as server:
+        server.reply(completion('{"summary": "x", "total": 1, "note": null}'))
+        p = provider(server, strict=False)
+        r = turn(p, ChatRequest(p.settings, (user("x"),), response_format=answer_format()))
+    assert r.content == '{"summary": "x", "total": 1, "note": null}'

@@ -14,12 +14,14 @@ Wire format (``POST {base}/chat/completions``; Azure:
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from luma.models.base import (ChatRequest, ChatResponse, Message, ModelSettings, ToolCall,
                               ToolSpec, Usage)
-from luma.models.dialects import StrictSchemaError, openai_schema
+from luma.models.dialects import StrictSchemaError, drop_strict_nulls, openai_schema
 from luma.models.http import ModelEndpoint, ModelHttp, api_key, bad_response, refusal
 from luma.models.wire import arguments_text, as_int, schema_name
 from luma.runtime.errors import LumaError
@@ -86,8 +88,9 @@ class OpenAIProvider:
                                AZURE_KEY_ENV if self.azure else OPENAI_KEY_ENV)
         endpoint = ModelEndpoint(self.settings, self.label, key_env, (key,))
         headers = {"api-key": key} if self.azure else {"authorization": f"Bearer {key}"}
-        body = await self.http.post_json(endpoint, self.url(), headers, self.request_body(request))
-        return self.parse_response(endpoint, body)
+        body = self.request_body(request)
+        answer = await self.http.post_json(endpoint, self.url(), headers, body)
+        return _without_strict_nulls(self.parse_response(endpoint, answer), request, body)
 
     async def aclose(self) -> None:
         """Nothing to close: the HTTP client belongs to the run."""
@@ -157,6 +160,36 @@ class OpenAIProvider:
         return ChatResponse(content=content, tool_calls=tuple(calls),
                             finish_reason=finish if isinstance(finish, str) else None,
                             usage=_usage(body.get("usage")))
+
+
+def _without_strict_nulls(response: ChatResponse, request: ChatRequest,
+                          body: dict[str, Any]) -> ChatResponse:
+    """Strict mode made every optional field required and nullable, so the model sends ``null``
+    for "absent": take those out again, so that what leaves the adapter is neutral."""
+    strict_tools = {t["function"]["name"] for t in body.get("tools", [])
+                    if t["function"].get("strict")}
+    schemas = {t.name: t.parameters for t in request.tools if t.name in strict_tools}
+    calls = tuple(dataclasses.replace(c, arguments=_cleaned(schemas[c.name], c.arguments))
+                  if c.name in schemas else c for c in response.tool_calls)
+    content = response.content
+    fmt = body.get("response_format", {}).get("json_schema", {})
+    if fmt.get("strict") and request.response_format is not None and content is not None:
+        content = _cleaned(request.response_format.schema, content)
+    return dataclasses.replace(response, tool_calls=calls, content=content)
+
+
+def _cleaned(schema: dict[str, Any], text: Any) -> Any:
+    """JSON text with the strict-mode nulls removed; text that is not JSON stays as it is."""
+    if not isinstance(text, str):
+        return text
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    cleaned = drop_strict_nulls(schema, value)
+    if cleaned == value:
+        return text
+    return json.dumps(cleaned, ensure_ascii=False, separators=(",", ":"))
 
 
 def _message(m: Message) -> dict[str, Any]:
