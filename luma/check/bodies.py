@@ -7,6 +7,7 @@ type (``exprtypes``) so that a misspelled field is caught, and every call is han
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from luma.check.arguments import ArgumentChecker
@@ -262,16 +263,22 @@ class BodyChecker:
         if name in self.symbols.tools:
             return f"'{name}' is a tool; call it as tool {name}({{ ... }})"
         if self.symbols.is_type(name):
-            return f"'{name}' is a schema, a type, not a value"
+            return f"'{name}' is a schema, not a value"
         if name in self.symbols.models:
             return f"'{name}' is a model, not a value"
         return None
 
     def _member(self, e: ast.Member, flow: Flow) -> Ty:
-        if isinstance(e.obj, ast.Name) and e.obj.id in self.symbols.agents \
-                and e.obj.id not in self.scope.names:
-            self.bag.error("E039", f"'{e.obj.id}.{e.name}' is a function of agent "
-                           f"'{e.obj.id}' and must be called: {e.obj.id}.{e.name}(...).", e.span)
+        agent = self.symbols.agents.get(e.obj.id) if isinstance(e.obj, ast.Name) else None
+        if agent is not None and agent.name not in self.scope.names:
+            if agent.fn(e.name) is None:
+                self.bag.error("E036", f"Agent '{agent.name}' has no function '{e.name}'.",
+                               e.name_span,
+                               hint=did_you_mean(e.name, [f.name for f in agent.fns]))
+            else:
+                self.bag.error("E039", f"'{agent.name}.{e.name}' is a function of agent "
+                               f"'{agent.name}' and must be called: {agent.name}.{e.name}(...).",
+                               e.span)
             return UNKNOWN
         obj = self.expr(e.obj, flow)
         ty, problem = field_type(obj, e.name, self.symbols, path_text(e.obj))
@@ -288,7 +295,7 @@ class BodyChecker:
                 for step in part.steps:
                     if step.name is None:
                         ty = ty.item or UNKNOWN if ty.kind in ("list", "map") else UNKNOWN
-                        path += f"[{step.index!r}]"
+                        path += f"[{json.dumps(step.index)}]"
                         continue
                     ty, problem = field_type(ty, step.name, self.symbols, path)
                     path += f".{step.name}"
