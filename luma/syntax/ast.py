@@ -407,7 +407,7 @@ class Program:
     def of(items: tuple[Decl | Stmt, ...], span: Span) -> Program:
         decls = tuple(i for i in items if isinstance(i, DECL_TYPES))
         stmts = tuple(i for i in items if not isinstance(i, DECL_TYPES))
-        return Program(items, span, decls, stmts)  # type: ignore[arg-type]
+        return Program(items, span, decls, stmts)
 
     def _of_kind(self, kind: type) -> list:  # type: ignore[type-arg]
         return [d for d in self.declarations if isinstance(d, kind)]

@@ -142,11 +142,11 @@ class _Block:
 
 
 def _start(x: Any) -> int:
-    return x.start_pos if isinstance(x, Token) else x.span.start  # type: ignore[no-any-return]
+    return (x.start_pos or 0) if isinstance(x, Token) else int(x.span.start)
 
 
 def _end(x: Any) -> int:
-    return x.end_pos if isinstance(x, Token) else x.span.end  # type: ignore[no-any-return]
+    return (x.end_pos or 0) if isinstance(x, Token) else int(x.span.end)
 
 
 class _ToAst(Transformer):  # type: ignore[type-arg]
@@ -162,7 +162,7 @@ class _ToAst(Transformer):  # type: ignore[type-arg]
         return Span(self.file, _start(items[0]), _end(items[-1]))
 
     def _tok(self, t: Token) -> Span:
-        return Span(self.file, t.start_pos, t.end_pos)
+        return Span(self.file, t.start_pos or 0, t.end_pos or 0)
 
     @staticmethod
     def _sig(children: list[Any]) -> list[Any]:
@@ -263,7 +263,7 @@ class _ToAst(Transformer):  # type: ignore[type-arg]
 
     def _string(self, t: Token) -> ast.StringLit:
         try:
-            return parse_string(t.value, t.start_pos, self.file)
+            return parse_string(t.value, t.start_pos or 0, self.file)
         except StringProblem as exc:
             raise _StringError(exc) from None
 

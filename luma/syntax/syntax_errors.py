@@ -100,7 +100,7 @@ def describe_unexpected(exc: Any, text: str,
 
     frame = postlex.stack[-1] if postlex.stack else None
     if isinstance(exc, UnexpectedCharacters):
-        pos = exc.pos_in_stream
+        pos = int(exc.pos_in_stream or 0)
         ch = text[pos] if pos < len(text) else ""
         if ch == '"':
             return ("this string is never closed", pos, pos + 1,
@@ -142,7 +142,7 @@ def describe_unexpected(exc: Any, text: str,
     last = postlex.last
     prev = last[-2] if len(last) >= 2 and last[-1] is tok else (last[-1] if last else None)
     found = _describe_token(tok)
-    hint: str | None = None
+    hint = None
     if str(tok.value) in _KEYWORDS and "NAME" in expected:
         hint = f"'{tok.value}' is a keyword and cannot be used as a name"
 
