@@ -116,9 +116,11 @@ def check_command(argv: Sequence[str]) -> int:
     from luma.syntax.render import render, source_lookup
     from luma.syntax.source import SourceFile
 
-    files, missing = find_luma_files(paths)
+    found, missing = find_luma_files(paths)
     if missing:  # vanished since the check above
         parser.error(f"path does not exist: {missing[0]}")
+    unique = {os.path.realpath(f): f for f in reversed(found)}  # a file named twice is checked once
+    files = [f for f in found if unique.get(os.path.realpath(f)) is f]
     host = HostCheck(list(args.tool_module))
     diagnostics: list[Diagnostic] = []
     sources: list[SourceFile] = []

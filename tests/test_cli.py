@@ -196,6 +196,13 @@ def test_bad_command_lines_exit_2_with_one_clean_line_and_the_usage(
     assert "Traceback" not in r.stderr
 
 
+def test_a_file_named_twice_is_checked_once(run) -> None:
+    r = run("check", FIELD_ERROR, SYNTAX, "./" + FIELD_ERROR, "--format", "json")
+    assert [d["file"] for d in json.loads(r.stdout)] == [
+        FIELD_ERROR, f"{SYNTAX}/param_without_colon.luma", f"{SYNTAX}/unclosed_string.luma"]
+    assert r.stderr == "checked 3 files: 3 errors\n"
+
+
 def test_options_may_come_between_paths(run) -> None:
     r = run("check", FIELD_ERROR, "--format", "json", UNCLOSED)
     assert r.code == 1

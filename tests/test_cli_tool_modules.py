@@ -168,6 +168,15 @@ def test_a_missing_module_in_the_config_points_at_its_entry(project: Path) -> No
     assert "  = hint: tool_modules paths are relative to luma.config.json's folder\n" in r.stderr
 
 
+def test_a_config_with_a_byte_order_mark_is_located_correctly(project: Path) -> None:
+    (project / "luma.config.json").write_bytes(
+        '\ufeff{"tool_modules": ["./gone.py"]}'.encode("utf-8"))
+    r = luma("check", "prog.luma", cwd=project)
+    assert ("luma.config.json:1:19: error[E041]: Tool module './gone.py' (tool_modules[0]) "
+            "does not exist.\n") in r.stderr
+    assert "1 | {\"tool_modules\": [\"./gone.py\"]}\n  |                   ^^^^^^^^^^^\n" in r.stderr
+
+
 @pytest.mark.parametrize("text, expected", [
     ('{"tool_modules": ["a.py",]}',
      ("luma.config.json", 1, "E042", "luma.config.json is not valid JSON: Expecting value.")),

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from luma.syntax import ast
 from luma.syntax.diagnostics import Diagnostic
 from luma.syntax.source import SourceFile, Span
+
+if TYPE_CHECKING:  # imported on use: a check without tool modules does not load the runtime
+    from luma.runtime.modules import ToolModule
 
 CONFIG_NAME = "luma.config.json"
 
@@ -32,7 +36,7 @@ class HostCheck:
     config file (E042) for a series of programs."""
 
     tool_modules: list[str] = field(default_factory=list)
-    _modules: dict[Path, object | None] = field(default_factory=dict)  # ToolModule or None
+    _modules: dict[Path, ToolModule | None] = field(default_factory=dict)  # None: failed
     _configs: dict[Path, list[_ConfigEntry] | None] = field(default_factory=dict)
     _reported: set[tuple[str, str, str, int]] = field(default_factory=set)
     _texts: dict[str, SourceFile] = field(default_factory=dict)
@@ -49,7 +53,7 @@ class HostCheck:
         wanted += [(Path(p), None) for p in self.tool_modules]
         if not wanted:
             return out
-        from luma.runtime.modules import ToolModule, ToolModuleError, ToolRegistry
+        from luma.runtime.modules import ToolModuleError, ToolRegistry
 
         registry = ToolRegistry()
         complete = True
@@ -59,7 +63,7 @@ class HostCheck:
                 continue  # the same file named twice (config and command line) is loaded once
             seen.add(path.resolve())
             loaded = self._load(path, where, out)
-            if not isinstance(loaded, ToolModule):
+            if loaded is None:
                 complete = False
                 continue
             try:
@@ -81,13 +85,13 @@ class HostCheck:
         return out
 
     def _load(self, path: Path, entry: _ConfigEntry | None,
-              out: list[Diagnostic]) -> object | None:
+              out: list[Diagnostic]) -> ToolModule | None:
         from luma.runtime.modules import ToolModuleError, load_tool_module
 
         key = path.resolve()
         if key in self._modules:
             return self._modules[key]
-        module: object | None = None
+        module: ToolModule | None = None
         if entry is not None and not path.is_file():
             # Said where it was written: the config entry, with the path as written there.
             self._report(out, "E041", f"Tool module '{entry.written}' ({entry.key}) does not "
@@ -136,7 +140,8 @@ class HostCheck:
                 text = Path(path).read_bytes().decode("utf-8", errors="replace")
             except OSError:
                 text = ""
-            self._texts[path] = SourceFile(path, text)
+            # The same text the renderer reads for this path, so offsets agree.
+            self._texts[path] = SourceFile(path, text.removeprefix("\ufeff"))
         return self._texts[path]
 
     def _span_at(self, path: str, line: int | None, column: int | None = None) -> Span:
