@@ -248,19 +248,74 @@ def run_command(argv: Sequence[str], prog: str = "luma") -> int:
 
 
 def run_program(checked: Any, args: argparse.Namespace) -> int:
-    """Run a compiled program with the parsed options."""
-    print("error: running programs is not available in this version; use 'luma check'",
-          file=sys.stderr)
-    return EXIT_USAGE
+    """Run a compiled program with the parsed options, or generate its tool types."""
+    if args.generate_tool_types:
+        return _generate_tool_types(checked, args.generate_tool_types)
+    from luma.runtime.run import RunOptions, run_checked
+
+    options = RunOptions(
+        tool_modules=list(args.tool_module), config_path=args.config, agent=args.agent,
+        fn=args.fn, input=args.input, args=list(args.arg), model=args.model, trace=args.trace,
+        record=args.record, replay=args.replay, verbose=args.verbose)
+    return run_checked(checked, options)
+
+
+def _generate_tool_types(checked: Any, out: str) -> int:
+    from luma.codegen import write_tool_types
+
+    try:
+        write_tool_types(checked.program, out, os.path.basename(checked.source.path))
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"error: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"wrote {out}", file=sys.stderr)
+    return EXIT_OK
 
 
 # -------------------------------------------------------------------------------------- export
 
+def _export_parser() -> _Parser:
+    parser = _Parser(prog="luma export", allow_abbrev=False,
+                     description="Print the JSON tool declarations a provider would receive.")
+    parser.add_argument("program", metavar="PROGRAM.luma")
+    parser.add_argument("--agent", metavar="NAME",
+                        help="only the tools visible to this agent's model")
+    parser.add_argument("--provider", required=True,
+                        choices=("openai", "azure", "anthropic", "gemini"))
+    _add_color(parser)
+    return parser
+
+
 def export_command(argv: Sequence[str]) -> int:
     """``luma export``: print a program's tool declarations for one provider."""
-    print("error: 'luma export' is not available in this version; use 'luma check'",
-          file=sys.stderr)
-    return EXIT_USAGE
+    parser = _export_parser()
+    args = parser.parse_args(list(argv))
+    if not os.path.isfile(args.program):
+        parser.error(f"program does not exist: {args.program}")
+    from luma.compile import check_file
+    from luma.runtime.errors import LumaError
+    from luma.syntax.render import render_text, source_lookup
+
+    checked = check_file(args.program)
+    if checked.has_errors:
+        sys.stderr.write(render_text(checked.diagnostics, source_lookup([checked.source]),
+                                     color=_use_color(args.color, sys.stderr)))
+        print(f"error: {args.program} did not compile", file=sys.stderr)
+        return EXIT_USAGE
+    from luma.models.export import export_tool_declarations
+
+    try:
+        declarations = export_tool_declarations(checked.program, args.provider, args.agent)
+    except LumaError as exc:
+        print(f"error[{exc.code}]: {exc.message}", file=sys.stderr)
+        return EXIT_USAGE
+    import json
+
+    _write_stdout(json.dumps(declarations, indent=2, ensure_ascii=False) + "\n")
+    return EXIT_OK
 
 
 # -------------------------------------------------------------------------------------- output

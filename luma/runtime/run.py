@@ -225,7 +225,10 @@ async def _execute(runtime: Any, target: Target) -> Any:
 
 def describe_error(exc: LumaError, checked: CheckedFile) -> str:
     """``error[CODE]: message`` and where in the ``.luma`` source it happened."""
-    lines = [f"error[{exc.code}]: {exc.message}"]
+    message = exc.message
+    if message.startswith(f"[{exc.code}] "):  # the pipeline's messages carry their code already
+        message = message[len(exc.code) + 3:]
+    lines = [f"error[{exc.code}]: {message}"]
     if exc.span is not None:
         source = checked.source
         line, col = source.line_col(exc.span.start)
