@@ -39,8 +39,9 @@ class _Frame:
 
 
 class _Return(Exception):
-    def __init__(self, value: Any) -> None:
+    def __init__(self, value: Any, span: Any) -> None:
         self.value = value
+        self.span = span
 
 
 MAX_CALL_DEPTH = 200
@@ -91,13 +92,18 @@ class Interpreter:
         for p in fn.params:
             frame.vars.setdefault(p.name, None)
         self.runtime.telemetry.emit("agent.call", agent=agent.name, fn=fn.name)
+        source = fn.body[-1].span if fn.body else fn.span  # where the result came from
         try:
             result = await self._block(fn.body, frame)
         except _Return as ret:
-            result = ret.value
+            result, source = ret.value, ret.span
         if fn.returns is not None:
-            result = self._check_type(result, fn.returns, "RETURN_INVALID", f"{where}.output",
-                                      output=True)
+            try:
+                result = self._check_type(result, fn.returns, "RETURN_INVALID",
+                                          f"{where}.output", output=True)
+            except LumaError as err:
+                err.span = source
+                raise
         return result
 
     def _check_type(self, value: Any, type_: ast.TypeExpr, code: str, where: str,
@@ -158,7 +164,7 @@ class Interpreter:
             return value
         if isinstance(stmt, ast.Return):
             value = None if stmt.value is None else await self._expr(stmt.value, frame)
-            raise _Return(value)
+            raise _Return(value, stmt.span)
         if isinstance(stmt, ast.Try):
             try:
                 return await self._block(stmt.body, frame)
