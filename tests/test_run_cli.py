@@ -40,7 +40,7 @@ def test_a_run_time_error_exits_1_with_the_code_and_the_source_line() -> None:
     assert r.stdout == ""
     lines = r.stderr.splitlines()
     assert lines[0] == ("error[RETURN_INVALID]: Flow.double.output: expected int, got object")
-    assert lines[1].endswith("calc.luma:37:5")
+    assert lines[1].endswith("calc.luma:41:5")
     assert lines[2] == "   | x"
     assert "Traceback" not in r.stderr
 
