@@ -154,16 +154,6 @@ def build_plan(program: ast.Program, source: str, reserved: Callable[[str], bool
     )
 
 
-def referenced_names(t: ast.TypeExpr) -> Iterable[str]:
-    """The schema names a type expression mentions."""
-    if isinstance(t, ast.NamedType):
-        yield t.name
-    elif isinstance(t, ast.ListType):
-        yield from referenced_names(t.item)
-    elif isinstance(t, ast.MapType):
-        yield from referenced_names(t.value)
-
-
 def desc_of(f: ast.Field) -> str | None:
     """The text of a field's ``@desc("…")``, if it has one."""
     a = f.annotation("desc")
