@@ -643,3 +643,20 @@ def test_a_pattern_is_shown_as_written() -> None:
     assert messages(validate(schema, {"x": "a1"})) == [
         "x: 'a1' does not match the pattern '[é-ü]+\\d'"]
     assert validate(schema, {"x": "éü7"}) == []
+
+
+def test_a_default_that_contains_its_own_schema_is_filled_to_a_bounded_depth() -> None:
+    from luma.schema.compile import SchemaCompiler
+    from luma.schema.validate import validate_and_fill
+    from luma.syntax.parse import parse_text
+
+    program, _ = parse_text("schema P { inner: P @default({}) }")
+    assert program is not None
+    schema = SchemaCompiler(program).standalone("P")
+    value, violations = validate_and_fill(schema, {}, soft_rules=True)
+    assert violations == []
+    depth = 0
+    while "inner" in value:
+        value = value["inner"]
+        depth += 1
+    assert depth == 17  # 16 levels filled, then the default as written: {"inner": {}}

@@ -68,16 +68,20 @@ def _render_path(path: _Path) -> str:
     return text[1:] if text.startswith(".") else text
 
 
+_MAX_DEFAULT_DEPTH = 16
+
+
 class _Run:
     """The state of one validation: options and the violations found so far."""
 
-    __slots__ = ("fill", "soft_rules", "infer_tags", "out")
+    __slots__ = ("fill", "soft_rules", "infer_tags", "out", "default_depth")
 
     def __init__(self, fill: bool, soft_rules: bool, infer_tags: bool) -> None:
         self.fill = fill
         self.soft_rules = soft_rules
         self.infer_tags = infer_tags
         self.out: list[Violation] = []
+        self.default_depth = 0  # defaults filled inside defaults, bounded for recursive schemas
 
     def trial(self) -> _Run:
         return _Run(self.fill, self.soft_rules, self.infer_tags)
@@ -223,7 +227,16 @@ class _Node:
                 if out is not None:
                     out[name] = checked
             elif out is not None and self.defaults and name in self.defaults:
-                out[name] = child.check(copy_json(self.defaults[name]), (path, name), run)
+                if run.default_depth >= _MAX_DEFAULT_DEPTH:
+                    # a schema whose default contains itself (`inner: P @default({})`) would
+                    # expand forever: deep enough, the default is taken as written
+                    out[name] = copy_json(self.defaults[name])
+                    continue
+                run.default_depth += 1
+                try:
+                    out[name] = child.check(copy_json(self.defaults[name]), (path, name), run)
+                finally:
+                    run.default_depth -= 1
         for name in self.required or ():
             if name not in value and (out is None or name not in out):
                 run.add(path, f"missing required field {name!r}", "required")
