@@ -19,8 +19,7 @@ $(TEST_STAMP): $(BIN)/python pyproject.toml
 	touch $(STAMP) $(TEST_STAMP)
 
 run: $(STAMP)
-	$(BIN)/luma check examples
-	$(BIN)/luma check examples/quickstart.luma --format text
+	$(BIN)/luma examples/quickstart.luma --tool-module examples/quickstart_tools.py
 
 test: $(TEST_STAMP)
 	$(BIN)/python -m pytest
@@ -31,6 +30,7 @@ check: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/check_startup.py
 	$(BIN)/python bench/check_throughput.py
+	$(BIN)/python bench/tool_pipeline.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
