@@ -3,6 +3,7 @@ validation, warnings and telemetry together. One ``Runtime`` per run."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from collections.abc import Mapping
@@ -53,6 +54,8 @@ class Runtime:
         self.base_dir = base_dir or os.getcwd()
         self.warnings: list[dict[str, Any]] = []
         self.ask_engine = ask_engine
+        # tool name → the semaphore of its module (tool_module_policy.max_concurrency)
+        self.concurrency_limits: dict[str, asyncio.Semaphore] = {}
         self.pipeline = ToolPipeline(self)
 
     # validation ----------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 Handler = Callable[..., Any]
 
@@ -39,6 +39,16 @@ class ToolModuleError(Exception):
         self.path = path
         self.line = line
         self.column = column
+
+
+class ModuleExecutor(Protocol):
+    """Runs a tool module's code in place of the ordinary import (manifest checks, the strict
+    sandbox). ``key`` tells apart modules of the same file loaded under different rules."""
+
+    key: str
+
+    def execute(self, module: ModuleType, file: Path) -> None:
+        """Run the module's code in ``vars(module)``; raise :class:`ToolModuleError` to refuse."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,19 +84,21 @@ class ToolRegistry:
         return self.handlers.get(name)
 
 
-def load_tool_module(path: str | Path) -> ToolModule:
+def load_tool_module(path: str | Path, *, shown: str | None = None,
+                     executor: ModuleExecutor | None = None) -> ToolModule:
     """Import the Python file at ``path`` and collect its handlers.
 
     Raises :class:`ToolModuleError` when the file does not exist, fails to import (the message
     carries the exception, never a traceback), or exports something that is not a handler.
     While the module runs, its ``print`` output goes to stderr, so it cannot mix into a result
-    on stdout.
+    on stdout. ``shown`` is how messages name the module (default: ``path``); ``executor``, when
+    given, runs the module's code instead of the ordinary import.
     """
-    shown = str(path)
+    shown = str(path) if shown is None else shown
     file = Path(path)
     if not file.is_file():
         raise ToolModuleError(f"Tool module '{shown}' does not exist.", shown)
-    module = _import_file(file, shown)
+    module = _import_file(file, shown, executor)
     return ToolModule(shown, *_find_handlers(module, shown))
 
 
@@ -109,8 +121,8 @@ def _module_name(file: Path) -> str:
     return f"luma_tool_module_{stem}_{digest}"
 
 
-def _import_file(file: Path, shown: str) -> ModuleType:
-    name = _module_name(file)
+def _import_file(file: Path, shown: str, executor: ModuleExecutor | None = None) -> ModuleType:
+    name = _module_name(file) + (f"_{executor.key}" if executor is not None else "")
     cached = sys.modules.get(name)
     if cached is not None:
         return cached
@@ -126,7 +138,13 @@ def _import_file(file: Path, shown: str) -> ModuleType:
     sys.path.insert(0, folder)
     try:
         with contextlib.redirect_stdout(sys.stderr):
-            spec.loader.exec_module(module)
+            if executor is None:
+                spec.loader.exec_module(module)
+            else:
+                executor.execute(module, file)
+    except ToolModuleError:
+        del sys.modules[name]
+        raise
     except (Exception, SystemExit) as exc:
         del sys.modules[name]
         raise ToolModuleError(

@@ -193,8 +193,11 @@ class ToolPipeline:
         # 10 the handler, with its timeout and retries
         tool = plan.tool
         invoker = tool.invoker
+        limit = tool.limit
         while True:
             stats.attempts += 1
+            if limit is not None:
+                await limit.acquire()  # tool_module_policy.max_concurrency of the module
             try:
                 if plan.timeout_s is None and not invoker.is_async:
                     raw = invoker.call(value, Signal() if invoker.wants_signal else None,
@@ -209,6 +212,9 @@ class ToolPipeline:
                                 f"{plan.timeout_ms} ms.", retryable=True, tool=tool.name)
             except (Exception, SystemExit) as exc:
                 err = self._handler_error(tool, exc, stats)
+            finally:
+                if limit is not None:
+                    limit.release()
             if not err.retryable or stats.attempts > tool.settings.retries:
                 raise err
             delay = tool.delays[stats.attempts - 1]
@@ -407,7 +413,7 @@ class ToolPipeline:
             key_path=settings.idempotency_key if settings.idempotent else None,
             delays=retry_delays(settings), revalidate=revalidate,
             input_prefix=f"{name}.input", output_prefix=f"{name}.output",
-            error_prefix=f"{name}.error")
+            error_prefix=f"{name}.error", limit=runtime.concurrency_limits.get(name))
         self._tools[name] = plan
         return plan
 
@@ -447,6 +453,7 @@ class _ToolPlan:
     input_prefix: str
     output_prefix: str
     error_prefix: str
+    limit: asyncio.Semaphore | None  # shared by the tools of one module
 
 
 @dataclass(slots=True)

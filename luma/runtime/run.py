@@ -95,7 +95,7 @@ def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str]) -> tuple
     except ConfigError as exc:
         raise StartError([f"{exc.path}: {m}" for m in exc.messages]) from None
 
-    handlers = _load_handlers(program_path, options, config)
+    handlers, limits = _load_handlers(program_path, options, config)
     missing = [t.name for t in program.tools if t.name not in handlers]
     if missing:
         raise StartError([f"'{name}' is not registered in the tool registry." for name in missing])
@@ -112,31 +112,23 @@ def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str]) -> tuple
     except LumaError as exc:
         telemetry.close()
         raise StartError([exc.message]) from None
+    runtime.concurrency_limits = limits
     _attach_ask_engine(runtime, options)
     return runtime, target
 
 
-def _load_handlers(program_path: Path, options: RunOptions, config: Any) -> dict[str, Any]:
-    from luma.runtime.modules import ToolModuleError, ToolRegistry, load_tool_module
+def _load_handlers(program_path: Path, options: RunOptions,
+                   config: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The handlers of the config's and the command line's tool modules, checked against their
+    manifests and ``tool_module_policy``, and each tool's concurrency limit."""
+    from luma.runtime.manifests import load_program_modules
 
-    paths: list[str] = []
-    if config is not None:
-        base = program_path.resolve().parent
-        for manifest in config.module_manifests():
-            p = Path(manifest.path)
-            paths.append(str(p if p.is_absolute() else base / p))
-    paths.extend(options.tool_modules)
-    registry = ToolRegistry()
-    problems: list[str] = []
-    for path in paths:
-        try:
-            registry.add(load_tool_module(path))
-        except ToolModuleError as exc:
-            where = f"{exc.path}:{exc.line}: " if exc.line else ""
-            problems.append(f"{where}{exc.message}" if where else exc.message)
+    loaded = load_program_modules(program_path.resolve().parent, config, options.tool_modules)
+    problems = [f"{exc.path}:{exc.line}: {exc.message}" if exc.line else exc.message
+                for exc in loaded.errors]
     if problems:
         raise StartError(problems)
-    return dict(registry.handlers)
+    return dict(loaded.registry.handlers), loaded.limits
 
 
 def choose_target(checked: CheckedFile, options: RunOptions) -> Target:

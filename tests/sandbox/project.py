@@ -1,0 +1,118 @@
+"""What the sandbox and manifest tests share: a project folder with a program, a config and
+tool modules, run in-process as ``luma prog.luma`` runs it."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from luma.compile import check_file
+from luma.runtime.config import parse_config
+from luma.runtime.manifests import LoadedModules, load_program_modules
+from luma.runtime.run import RunOptions, prepare, run_checked
+
+HERE = Path(__file__).parent
+
+#: One tool, ``probe(name) -> {text}``, called once at top level with ``NAME``.
+PROGRAM = """schema Out {
+  text: string
+}
+tool probe(name: string) -> Out {
+  description: "probes"
+}
+r = tool probe({ name: NAME })
+r
+"""
+
+STRICT = {"sandbox": "strict"}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def value(self) -> Any:
+        return json.loads(self.stdout)
+
+
+class Project:
+    """A program's folder: ``prog.luma``, ``luma.config.json`` and tool modules."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def write(self, name: str, text: str) -> Path:
+        path = self.folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+        return path
+
+    def fixture(self, name: str, as_name: str = "tools.py") -> Path:
+        """Copy the module ``tests/sandbox/<name>`` into the project."""
+        return self.write(as_name, (HERE / name).read_text(encoding="utf-8"))
+
+    def config(self, modules: list[Any] | None = None, policy: dict[str, Any] | None = None,
+               **extra: Any) -> dict[str, Any]:
+        data: dict[str, Any] = {"tool_modules": ["./tools.py"] if modules is None else modules}
+        if policy is not None:
+            data["tool_module_policy"] = policy
+        data.update(extra)
+        (self.folder / "luma.config.json").write_text(json.dumps(data), encoding="utf-8")
+        return data
+
+    def load(self, *command_line: str) -> LoadedModules:
+        """The config's and ``command_line``'s modules, loaded as ``luma run`` loads them."""
+        data = json.loads((self.folder / "luma.config.json").read_text(encoding="utf-8"))
+        return load_program_modules(self.folder, parse_config(data), command_line)
+
+    def errors(self, *command_line: str) -> list[str]:
+        """``path:line: message`` (or just the message) of every module that did not load."""
+        return [f"{e.path}:{e.line}: {e.message}" if e.line else e.message
+                for e in self.load(*command_line).errors]
+
+    def run(self, name: str = "x", *tool_modules: str, program: str = PROGRAM,
+            cwd: Path | None = None) -> Outcome:
+        """Run ``prog.luma`` (its ``NAME`` replaced by ``name``) from the project folder, or
+        from ``cwd``."""
+        prog = self.folder / "prog.luma"
+        prog.write_text(program.replace("NAME", json.dumps(name)), encoding="utf-8")
+        checked = check_file(prog)
+        assert not checked.has_errors, [d.message for d in checked.diagnostics]
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.chdir(cwd or self.folder):
+            code = run_checked(checked, RunOptions(tool_modules=list(tool_modules)),
+                               stdout=out, stderr=err)
+        return Outcome(code, out.getvalue(), err.getvalue())
+
+    def runtime(self, program: str) -> Any:
+        """The Runtime ``luma prog.luma`` would run ``program`` with (modules loaded)."""
+        prog = self.folder / "prog.luma"
+        prog.write_text(program, encoding="utf-8")
+        checked = check_file(prog)
+        assert not checked.has_errors, [d.message for d in checked.diagnostics]
+        with contextlib.chdir(self.folder):
+            runtime, _ = prepare(checked, RunOptions(), io.StringIO())
+        return runtime
+
+
+@contextlib.contextmanager
+def restored_imports() -> Iterator[None]:
+    """Undo what loading project modules does to the process: modules imported from a
+    project folder, and ``dependency_root`` folders put on the import path."""
+    modules, path = set(sys.modules), list(sys.path)
+    try:
+        yield
+    finally:
+        for name in set(sys.modules) - modules:
+            del sys.modules[name]
+        sys.path[:] = path
