@@ -233,6 +233,17 @@ def test_an_edit_after_the_digest_was_taken_is_refused(project: Project) -> None
         f"says {stated}, the file is {_digest(edited)}."]
 
 
+def test_a_wrong_integrity_is_refused_after_the_same_bytes_loaded(project: Project) -> None:
+    project.write("tools.py", CLEAN)
+    project.config([{"path": "./tools.py", "integrity": _digest(CLEAN)}])
+    assert project.errors() == []
+    wrong = _digest("other\n")
+    project.config([{"path": "./tools.py", "integrity": wrong}])
+    assert project.errors() == [
+        f"Tool module './tools.py' (tool_modules[0]) does not match its integrity: the manifest "
+        f"says {wrong}, the file is {_digest(CLEAN)}."]
+
+
 @pytest.mark.parametrize("integrity", ["sha256-abc", "sha256-!!!!", "sha256-" + "A" * 40])
 def test_an_integrity_that_is_not_a_sha256_digest_is_refused(project: Project,
                                                              integrity: str) -> None:

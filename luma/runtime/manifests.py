@@ -28,8 +28,9 @@ from luma.runtime.sandbox import GuardedExecutor, ImportRules
 
 COMMAND_LINE = "--tool-module"
 
-_SEMVER = re.compile(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-                     r"(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?")
+_IDENTIFIERS = r"[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*"
+_SEMVER = re.compile(rf"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+                     rf"(?:-{_IDENTIFIERS})?(?:\+{_IDENTIFIERS})?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,8 +152,8 @@ def resolve_command_line(written: str, project: Path, strict: bool) -> ModuleReq
 
 
 def load_requested(request: ModuleRequest, project: Path, policy: Any) -> ToolModule:
-    """Load one resolved module: integrity, then the import rules of its manifest and the
-    policy, then its code."""
+    """Load one resolved module: its integrity, checked on the bytes that will run, then its
+    code under the import rules of its manifest and the policy."""
     strict = policy is not None and policy.sandbox == "strict"
     rules = ImportRules(
         project_dir=project, strict=strict,
@@ -168,14 +169,13 @@ def load_requested(request: ModuleRequest, project: Path, policy: Any) -> ToolMo
         if root not in sys.path:
             # Where the packages load from, and where they find their own dependencies.
             sys.path.insert(0, root)
-    check = None
+    try:
+        executor = GuardedExecutor(request.file, request.written, rules)
+    except OSError as exc:
+        raise ToolModuleError(f"{request.label} cannot be read: {exc.strerror or exc}.",
+                              request.written) from None
     if request.integrity is not None:
-        integrity = request.integrity
-
-        def check(data: bytes) -> None:
-            verify_integrity(data, integrity, request.label, request.written)
-
-    executor = GuardedExecutor(request.file, request.written, rules, check)
+        verify_integrity(executor.data, request.integrity, request.label, request.written)
     return load_tool_module(request.file, shown=request.written, executor=executor)
 
 

@@ -135,31 +135,27 @@ class ImportRules:
 class GuardedExecutor:
     """Runs one tool module under its rules (the ``executor`` of ``load_tool_module``).
 
-    The file is read once; those bytes are checked (integrity, static imports, the lint) and
-    those bytes run — never a cached ``.pyc`` — so nothing of the module runs before every
-    load-time check has passed.
+    The file is read once, here: those bytes (``data``, for the integrity check) are the ones
+    checked (static imports, the lint) and the ones that run — never a cached ``.pyc`` — so
+    nothing of the module runs before every load-time check has passed. ``key`` covers the
+    bytes and the rules, so a module is reused only for the same file content under the same
+    rules.
     """
 
-    def __init__(self, file: Path, shown: str, rules: ImportRules,
-                 integrity_check: Any = None) -> None:
+    def __init__(self, file: Path, shown: str, rules: ImportRules) -> None:
         self.file = file
         self.shown = shown
         self.rules = rules
         self.data = file.read_bytes()
-        self.integrity_check = integrity_check
-        self.guard: ImportGuard | None = None
         digest = hashlib.sha256(self.data)
         digest.update(rules.fingerprint().encode())
         self.key = digest.hexdigest()[:12]
 
     def execute(self, module: ModuleType, file: Path) -> None:
-        if self.integrity_check is not None:
-            self.integrity_check(self.data)
         namespace = vars(module)
         guard = None
         if self.rules.guarded:
-            guard = self.guard = ImportGuard(self.rules, f"Tool module '{self.shown}'",
-                                             self.file.parent)
+            guard = ImportGuard(self.rules, f"Tool module '{self.shown}'", self.file.parent)
         code = _checked_code(self.data, self.file, self.shown, guard)
         if guard is not None:
             namespace["__builtins__"] = guard.builtins
@@ -257,15 +253,16 @@ class ImportGuard:
             if spec is not None:
                 if not listed:
                     raise self.refusal(name, not_listed)
-                self._confine(name, spec)
+                self._confine(name, spec, shared=True)
                 return _Decision("dependency", spec)
         spec = importlib.machinery.PathFinder.find_spec(top, [str(self.module_dir)])
         if spec is not None:  # project code beside the module: not a third-party package
             if not rules.strict:
                 return _Decision("dependency", spec)
-            self._confine(name, spec)
             if rules.dependencies is not None and top in rules.dependencies:
+                self._confine(name, spec, shared=True)
                 return _Decision("dependency", spec)  # listed: loaded as ordinary Python
+            self._confine(name, spec, shared=False)
             if spec.submodule_search_locations is not None:
                 raise self.refusal(name, f"it is a package in the project folder, and under "
                                          f"{STRICT} a project module that is not a listed "
@@ -282,16 +279,14 @@ class ImportGuard:
                                          f"which {STRICT} forbids")
         return _Decision("dependency")
 
-    def _confine(self, name: str, spec: Any) -> None:
+    def _confine(self, name: str, spec: Any, *, shared: bool) -> None:
         """Under strict, code loaded for the module must resolve inside the project folder
-        (a symlink that leads out is refused)."""
-        if not self.rules.strict:
-            return
+        (a symlink that leads out is refused). A ``shared`` module is imported as ordinary
+        Python, so what counts is the module of that name already loaded, if there is one."""
         origin = spec.origin if spec.has_location else None
         if origin is None and spec.submodule_search_locations:
             origin = next(iter(spec.submodule_search_locations))
-        top = name.partition(".")[0]
-        loaded = sys.modules.get(top)
+        loaded = sys.modules.get(name.partition(".")[0]) if shared else None
         if loaded is not None and getattr(loaded, "__file__", None):
             origin = loaded.__file__  # an import returns what is loaded already
         if origin is None:
@@ -322,8 +317,7 @@ class ImportGuard:
                                  "given.", name=name)
         if name.startswith("."):
             return self(name.lstrip("."), None, None, (), len(name) - len(name.lstrip(".")))
-        module = self(name, None, None, ("__name__",), 0)
-        return module
+        return self(name, None, None, ("__name__",), 0)
 
     def _import(self, name: str, decision: _Decision, fromlist: Any) -> ModuleType:
         top = name.partition(".")[0]
@@ -374,7 +368,7 @@ class ImportGuard:
                 raise RefusedAttribute(f"{who} may not use 'importlib.{attr}': under {STRICT} "
                                        "importlib offers only import_module.", name=attr)
 
-            proxy.__getattr__ = __getattr__  # type: ignore[attr-defined]
+            vars(proxy)["__getattr__"] = __getattr__
             return proxy
         proxy = _module_proxy("importlib", importlib, {}, self.who)
         proxy.import_module = self.import_module  # type: ignore[attr-defined]
@@ -440,6 +434,8 @@ class ImportGuard:
     def _static_imports(self, tree: ast.AST) -> Iterator[tuple[int, str]]:
         for node in ast.walk(tree):
             names: list[str] = []
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -481,7 +477,8 @@ class ImportGuard:
                 if word.owner == "os" and _OS_SPELLED.fullmatch(word.text):
                     yield word.line, self._names(f"os.{word.text}")
                 if not rules.allow_env and word.text in ENV_SPELLINGS:
-                    spelled = "os.environ" if word.owner == "os" else word.text
+                    is_os_environ = (word.owner, word.text) == ("os", "environ")
+                    spelled = "os.environ" if is_os_environ else word.text
                     yield word.line, self._names(spelled, "allow_env")
                 if not rules.allow_network and word.text in NETWORK_SPELLINGS:
                     yield word.line, self._names(word.text, "allow_network")
