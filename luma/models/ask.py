@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
@@ -34,7 +34,7 @@ from luma.models.base import (
     ToolCall,
     ToolSpec,
 )
-from luma.models.resolve import ModelConfigError, ModelResolver, require_api_key
+from luma.models.resolve import ModelConfigError, ModelResolver, api_key_env, require_api_key
 from luma.runtime.errors import LumaError
 from luma.runtime.values import compact_json, type_name
 from luma.schema.values import constant_value
@@ -53,6 +53,10 @@ NOT_PERMITTED_TEXT = ("You are not permitted to use that tool in this context. C
 TRUNCATION_NOTICE = ("[truncated: {n} more characters were omitted. Narrow the query or request "
                      "a specific section.]")
 FEEDBACK_LIMIT = 4096
+REPLAY_PLACEHOLDER_KEY = "luma-replay-no-key"   # stands in for an unset key under --replay
+OFFLINE_WARNING = ("No model is configured, so the built-in offline model 'test' answered with "
+                   "synthesized values; give the agent a model, set default_model in "
+                   "luma.config.json, or pass --model NAME.")
 
 DEFAULT_TOOL_RATE_LIMIT = 5
 DEFAULT_TOOL_CONCURRENCY = 1
@@ -150,6 +154,10 @@ class AskEngine:
         self._shapes: dict[ast.TypeExpr, AnswerShape] = {}
         self._offline_warned = False
 
+    @property
+    def _replaying(self) -> bool:
+        return self._recording is not None and self._recording.replaying
+
     def _load_scripts(self) -> dict[str, ScriptedTurns]:
         scripts: dict[str, ScriptedTurns] = {}
         for settings in self.models.models.values():
@@ -165,24 +173,24 @@ class AskEngine:
         """Run one ``ask`` flow and return its validated value."""
         resolved = self.models.for_agent(agent)
         settings = resolved.settings
-        key = require_api_key(settings, self.runtime.env)
-        if key is not None:
-            self.runtime.telemetry.add_secret(key)
+        if not self._replaying:   # a replay answers from the recording: no key is needed
+            key = require_api_key(settings, self.runtime.env)
+            if key is not None:
+                self.runtime.telemetry.add_secret(key)
         tools = self.visible_tools(agent)
         if using_tool is not None and using_tool not in tools.side_effects:
             raise self._cannot_force(agent, using_tool)
         shape = self._shape(type_)
         plain = shape.is_string and not tools.specs
         provider = self._provider(settings, None if plain else shape.wire)
-        if resolved.offline_default and not self._offline_warned:
-            self._offline_warned = True
-            self.runtime.warn("OFFLINE_MODEL",
-                              "No model is configured, so the built-in offline model 'test' "
-                              "answered with synthesized values; give the agent a model, set "
-                              "default_model in luma.config.json, or pass --model NAME.")
         flow = _Flow(self.runtime, provider, settings, agent, method, ask_settings(agent), tools,
                      shape, plain, using_tool)
-        return await flow.run(prompt)
+        try:
+            return await flow.run(prompt)
+        finally:
+            if resolved.offline_default and not self._offline_warned:
+                self._offline_warned = True
+                self.runtime.warn("OFFLINE_MODEL", OFFLINE_WARNING)
 
     def visible_tools(self, agent: ast.AgentDecl | None) -> VisibleTools:
         """The agent's tools minus those the static policy refuses (a write tool under
@@ -261,7 +269,11 @@ class AskEngine:
 
                 if self._http is None:
                     self._http = ModelHttp(None, self._recording)
-                found = make_provider(settings, client=self._http, env=self.runtime.env,
+                env: Mapping[str, str] = self.runtime.env
+                key_env = api_key_env(settings)
+                if self._replaying and key_env is not None and not env.get(key_env):
+                    env = {**env, key_env: REPLAY_PLACEHOLDER_KEY}
+                found = make_provider(settings, client=self._http, env=env,
                                       recorder=self._recording)
                 self._providers[settings.name] = found
             provider = found

@@ -140,8 +140,8 @@ class _Synthesizer:
         return out
 
     def _array(self, node: Mapping[str, Any], name: str, depth: int) -> list[Any]:
-        low = _whole(node.get("minItems"), 0)
-        high = _whole(node.get("maxItems"), None)
+        low = _whole(node.get("minItems")) or 0
+        high = _whole(node.get("maxItems"))
         count = max(low, 1 if depth < _DEEP else 0)
         if high is not None:
             count = min(count, high)
@@ -173,39 +173,41 @@ def _kind(node: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _whole(value: Any, default: int | None) -> int | None:
-    if type(value) in (int, float) and value >= 0:
+def _whole(value: Any) -> int | None:
+    """A non-negative bound as a whole number, or None."""
+    if type(value) in (int, float) and value >= 0 and math.isfinite(value):
         return int(math.ceil(value))
-    return default
+    return None
+
+
+def _bound(node: Mapping[str, Any], key: str) -> float | None:
+    value: Any = node.get(key)
+    return value if type(value) in (int, float) and math.isfinite(value) else None
 
 
 def _number(node: Mapping[str, Any], integer: bool) -> int | float:
     """``1``, moved into the schema's bounds."""
-    low, high = node.get("minimum"), node.get("maximum")
-    ex_low, ex_high = node.get("exclusiveMinimum"), node.get("exclusiveMaximum")
+    low, high = _bound(node, "minimum"), _bound(node, "maximum")
+    ex_low, ex_high = _bound(node, "exclusiveMinimum"), _bound(node, "exclusiveMaximum")
     value: float = 1
-    if _real(low) and value < low:
+    if low is not None and value < low:
         value = low
-    if _real(ex_low) and value <= ex_low:
+    if ex_low is not None and value <= ex_low:
         value = ex_low + 1
-    if _real(high) and value > high:
+    if high is not None and value > high:
         value = high
-    if _real(ex_high) and value >= ex_high:
+    if ex_high is not None and value >= ex_high:
         value = ex_high - 1
-        if _real(ex_low) and value <= ex_low:
+        if ex_low is not None and value <= ex_low:
             value = (ex_low + ex_high) / 2
-        if _real(low) and value < low:
+        if low is not None and value < low:
             value = (low + ex_high) / 2
-    if integer:
-        whole = math.ceil(value) if not float(value).is_integer() else int(value)
-        if (_real(high) and whole > high) or (_real(ex_high) and whole >= ex_high):
-            whole = math.floor(value)
-        return int(whole)
-    return float(value)
-
-
-def _real(value: Any) -> bool:
-    return type(value) in (int, float) and math.isfinite(value)
+    if not integer:
+        return float(value)
+    whole = math.ceil(value)
+    if (high is not None and whole > high) or (ex_high is not None and whole >= ex_high):
+        whole = math.floor(value)
+    return int(whole)
 
 
 def _slug(name: str) -> str:
@@ -234,8 +236,8 @@ def _string_candidates(node: Mapping[str, Any], name: str) -> Iterator[str]:
         pattern = node.get("pattern")
     if isinstance(pattern, str):
         yield from _pattern_candidates(pattern)
-    low = _whole(node.get("minLength"), 0) or 0
-    high = _whole(node.get("maxLength"), None)
+    low = _whole(node.get("minLength")) or 0
+    high = _whole(node.get("maxLength"))
     base = name or "value"
     text = base
     while len(text) < low:
@@ -267,7 +269,7 @@ def string_for_pattern(pattern: str, reps: int = 0) -> str | None:
     bounds), or None when the pattern uses something this cannot build. Lookarounds are
     skipped, so the result is a candidate to check, not a guarantee."""
     import re
-    from re import _parser as sre_parse  # type: ignore[attr-defined]
+    from re import _parser as sre_parse
 
     try:
         parsed = sre_parse.parse(pattern)
@@ -285,7 +287,7 @@ class _Unbuildable(Exception):
 
 
 def _emit(items: list[Any], reps: int, groups: dict[int, str]) -> str:
-    from re import _constants as c  # type: ignore[attr-defined]
+    from re import _constants as c
 
     out: list[str] = []
     for op, arg in items:
@@ -328,7 +330,7 @@ def _emit(items: list[Any], reps: int, groups: dict[int, str]) -> str:
 
 
 def _char_in(items: list[Any]) -> str:
-    from re import _constants as c  # type: ignore[attr-defined]
+    from re import _constants as c
 
     negate = bool(items) and items[0][0] is c.NEGATE
     body = items[1:] if negate else items
@@ -362,7 +364,7 @@ def _char_in(items: list[Any]) -> str:
 
 
 def _in_category(ch: str, category: Any) -> bool:
-    from re import _constants as c  # type: ignore[attr-defined]
+    from re import _constants as c
 
     word = ch.isalnum() or ch == "_"
     checks = {

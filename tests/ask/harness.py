@@ -74,6 +74,7 @@ def setup(source: str, tmp_path: Path, *, turns: list[Any] | None = None,
           handlers: Mapping[str, Callable[..., Any]] | None = None,
           env: Mapping[str, str] | None = None, config: dict[str, Any] | None = None,
           default_model: str | None = None, interactive: bool = False,
+          record: str | None = None, replay: str | None = None,
           model: str | None = 'model M {\n  provider: "test"\n  responses: "turns.json"\n}\n'
           ) -> Setup:
     """A runtime for ``source`` with an ask engine whose requests are recorded. With ``turns``
@@ -91,7 +92,7 @@ def setup(source: str, tmp_path: Path, *, turns: list[Any] | None = None,
                       env=dict(env or {}), telemetry=Telemetry(stderr=stderr), stderr=stderr,
                       interactive=interactive, base_dir=str(tmp_path))
     requests: list[ChatRequest] = []
-    engine = AskEngine(runtime, default_model=default_model,
+    engine = AskEngine(runtime, default_model=default_model, record=record, replay=replay,
                        wrap_provider=lambda p: RecordingProvider(p, requests))
     runtime.ask_engine = engine
     return Setup(runtime, engine, requests)

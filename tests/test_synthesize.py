@@ -1,0 +1,245 @@
+"""Value synthesis for the offline model (MODELS.md §4): what each annotation gives, and a
+property test that a synthesized value always validates against its schema."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from luma.check.checker import check_program
+from luma.models.synthesize import string_for_pattern, synthesize
+from luma.schema.compile import SchemaCompiler
+from luma.schema.formats import FORMAT_CHECKS
+from luma.schema.validate import validate
+from luma.syntax import ast
+from luma.syntax.parse import parse_text
+
+
+def compiled(source: str, root: str = "T") -> dict:
+    program, diagnostics = parse_text(source, "s.luma")
+    assert program is not None and not diagnostics, [d.message for d in diagnostics]
+    return SchemaCompiler(program).standalone(root)
+
+
+def one(field: str, extra: str = "") -> object:
+    """The synthesized value of a single field ``v`` of schema ``T``."""
+    schema = compiled(extra + f"schema T {{ v: {field} }}")
+    value = synthesize(schema)
+    assert validate(schema, value) == []
+    return value["v"]
+
+
+@pytest.mark.parametrize("field, expected", [
+    ("string", "v"),
+    ("int", 1),
+    ("float", 1.0),
+    ("bool", True),
+    ("any", "v"),
+    ('enum["open", "shipped"]', "open"),
+    ("int[]", [1]),
+    ("map[string]", {}),
+    ('string @example("o-100") @example("o-200")', "o-100"),
+    ('enum["a", "b"] @example("b")', "b"),
+    ("int @range(5, 10)", 5),
+    ("int @range(null, -4)", -4),
+    ("float @range(0.5, 0.75)", 0.75),
+    ("float @range(-10, -2)", -2.0),
+    ("string @length(3, 5)", "vvv"),
+    ("string @length(0, 0)", ""),
+    ("int[] @length(2, null)", [1, 1]),
+    ("int[] @length(0, 0)", []),
+    ('string @format("email")', "v@example.com"),
+    ('string @format("uri")', "https://example.com/v"),
+    ('string @format("date")', "2024-01-01"),
+    ('string @format("date-time")', "2024-01-01T00:00:00Z"),
+    ('string @pattern("[A-Z]{2}-[0-9]{3}")', "AA-000"),
+    ('string @pattern("(ab|cd)+x?") @length(4, 6)', "ababx"),
+    ('string @format("email") @length(0, 6)', "a@b.co"),
+])
+def test_each_annotation_is_honoured(field, expected):
+    assert one(field) == expected
+
+
+def test_a_default_is_taken_where_the_value_must_be_present():
+    assert synthesize({"type": "string", "default": "fallback"}) == "fallback"
+    assert synthesize({"type": "integer", "default": 7, "minimum": 10}) == 10   # 7 does not fit
+
+
+def test_a_uuid_is_valid_and_stable():
+    first = one('string @format("uuid")')
+    assert FORMAT_CHECKS["uuid"](first) and one('string @format("uuid")') == first
+
+
+def test_objects_hold_only_required_fields():
+    schema = compiled("""
+schema T {
+  id: string
+  note?: string
+  tags: string[] @default([])
+  inner: Inner
+}
+schema Inner { qty: int @range(2, 9), label?: string }
+""")
+    assert synthesize(schema) == {"id": "id", "inner": {"qty": 2}}
+
+
+def test_a_tagged_union_takes_its_first_member_with_the_tag_written():
+    schema = compiled("""
+schema Invoice { invoice_number: string }
+schema Receipt { reference: string }
+schema Document = Invoice | Receipt tagged by kind
+""", "Document")
+    assert synthesize(schema) == {"kind": "Invoice", "invoice_number": "invoice_number"}
+
+
+def test_a_recursive_schema_ends():
+    schema = compiled("schema T { name: string, children: T[] }")
+    value = synthesize(schema)
+    assert validate(schema, value) == []
+    depth = 0
+    while value["children"]:
+        value = value["children"][0]
+        depth += 1
+    assert 0 < depth < 20
+
+
+def test_the_name_given_is_used_for_a_bare_string():
+    assert synthesize({"type": "string"}, "title") == "title"
+    assert synthesize({"type": "string"}) == "value"
+
+
+@pytest.mark.parametrize("pattern", [
+    r"\d{3}-\d{4}", r"[^a-z]+", r"(?i)ab(c|d)\1", r"[\w.]+@[\w]+\.com", r"(x)?(?(1)y|z)",
+    r"a{2,4}b*?", r"\s\S\W",
+])
+def test_strings_for_patterns_match_them(pattern):
+    import re
+
+    text = string_for_pattern(pattern)
+    assert text is not None and re.fullmatch(pattern, text), (pattern, text)
+
+
+# ------------------------------------------------------------------------ property test
+
+
+IDENT = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True).filter(
+    lambda s: s not in {"schema", "tool", "model", "agent", "fn", "if", "else", "for", "in",
+                        "return", "try", "catch", "throw", "ask", "using", "tagged", "by",
+                        "needs", "enum", "map", "true", "false", "null", "and", "or", "not",
+                        "string", "int", "float", "bool", "any", "kind"})
+PATTERNS = [r"[a-z]+", r"[A-Z]{2}-\d{3}", r"(yes|no)", r"\w+@\w+\.org", r"[0-9a-f]{8}",
+            r"a(b|c)*d"]
+FORMATS = ["email", "uri", "date", "date-time", "uuid"]
+
+
+def j(value: object) -> str:
+    return json.dumps(value)
+
+
+@st.composite
+def number_annotations(draw: st.DrawFn, integer: bool) -> str:
+    parts = []
+    if draw(st.booleans()):
+        values = st.integers(-1000, 1000) if integer else st.floats(
+            -1e6, 1e6, allow_nan=False, allow_infinity=False).map(lambda f: round(f, 3))
+        low = draw(st.none() | values)
+        high = draw(st.none() | values)
+        if low is not None and high is not None and low > high:
+            low, high = high, low
+        parts.append(f"@range({j(low)}, {j(high)})")
+    return " ".join(parts)
+
+
+@st.composite
+def string_annotations(draw: st.DrawFn) -> str:
+    choice = draw(st.sampled_from(["none", "length", "format", "pattern"]))
+    parts = []
+    if choice == "length":
+        low = draw(st.integers(0, 12))
+        high = draw(st.none() | st.integers(low, 40))
+        parts.append(f"@length({low}, {j(high)})")
+    elif choice == "format":
+        parts.append(f"@format({j(draw(st.sampled_from(FORMATS)))})")
+    elif choice == "pattern":
+        parts.append(f"@pattern({j(draw(st.sampled_from(PATTERNS)))})")
+    if draw(st.booleans()):
+        parts.append('@severity("soft")')
+    if draw(st.booleans()):
+        parts.append(f"@desc({j(draw(IDENT))})")
+    return " ".join(parts)
+
+
+@st.composite
+def type_text(draw: st.DrawFn, schemas: list[str], depth: int = 0) -> tuple[str, str]:
+    """A type and annotations that fit it."""
+    kinds = ["string", "int", "float", "bool", "any", "enum"]
+    if depth < 2:
+        kinds += ["list", "map"]
+    if schemas:
+        kinds += ["named", "named"]
+    kind = draw(st.sampled_from(kinds))
+    if kind == "string":
+        return "string", draw(string_annotations())
+    if kind in ("int", "float"):
+        return kind, draw(number_annotations(kind == "int"))
+    if kind == "enum":
+        values = draw(st.lists(IDENT, min_size=1, max_size=4, unique=True))
+        return "enum[" + ", ".join(j(v) for v in values) + "]", ""
+    if kind == "list":
+        item, _ = draw(type_text(schemas, depth + 1))
+        note = ""
+        if draw(st.booleans()):
+            low = draw(st.integers(0, 3))
+            note = f"@length({low}, {j(draw(st.none() | st.integers(low, 5)))})"
+        return item + "[]", note
+    if kind == "map":
+        value, _ = draw(type_text(schemas, depth + 1))
+        return f"map[{value}]", ""
+    if kind == "named":
+        return draw(st.sampled_from(schemas)), ""
+    return kind, ""
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> tuple[str, str]:
+    """Source text with a few schemas (and maybe a tagged union), and the root type."""
+    names: list[str] = []
+    objects: list[str] = []
+    lines = []
+    for i in range(draw(st.integers(1, 4))):
+        name = f"S{i}"
+        fields = draw(st.lists(IDENT, min_size=0, max_size=5, unique=True))
+        body = []
+        for field in fields:
+            type_, notes = draw(type_text(names))
+            optional = "?" if draw(st.integers(0, 3)) == 0 else ""
+            body.append(f"  {field}{optional}: {type_} {notes}".rstrip())
+        lines.append(f"schema {name} {{\n" + "\n".join(body) + "\n}")
+        names.append(name)
+        objects.append(name)
+    if len(objects) >= 2 and draw(st.booleans()):
+        members = draw(st.lists(st.sampled_from(objects), min_size=2, max_size=3, unique=True))
+        lines.append(f"schema U = {' | '.join(members)} tagged by kind")
+        names.append("U")
+    root, _ = draw(type_text(names))
+    return "\n".join(lines), root
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs())
+def test_a_synthesized_value_always_validates(case):
+    source, root = case
+    text = source + f'\ntool probe(v: {root}) -> S0 {{\n  description: "Probe."\n}}\n'
+    program, diagnostics = parse_text(text, "p.luma")
+    assert program is not None and not diagnostics, ([d.message for d in diagnostics], text)
+    errors = [d.message for d in check_program(program) if d.is_error]
+    assert not errors, (errors, text)
+    (tool,) = program.tools
+    returns: ast.TypeExpr = tool.params[0].type
+    schema = SchemaCompiler(program).standalone(returns)
+    value = synthesize(schema)
+    assert validate(schema, value) == [], (text, value)
+    assert synthesize(schema) == value    # the same every time
