@@ -244,6 +244,13 @@ def test_every_cookbook_program_and_module_is_run_by_the_cookbook() -> None:
     assert missing == [], "cookbook files no transcript in docs/cookbook.md runs"
 
 
+def test_every_example_file_is_used_by_the_docs() -> None:
+    docs = "\n".join(p.read_text(encoding="utf-8") for p in _user_docs())
+    files = sorted(str(p.relative_to(ROOT)) for p in COOKBOOK.rglob("*")
+                   if p.is_file() and "__pycache__" not in p.parts)
+    assert [f for f in files if f not in docs] == [], "example files no doc shows or runs"
+
+
 def test_every_cookbook_program_is_shown_in_the_cookbook() -> None:
     shown = {b.attrs.get("file") for b in _blocks(DOCS / "cookbook.md")}
     programs = sorted(str(p.relative_to(ROOT)) for p in COOKBOOK.glob("*.luma"))
