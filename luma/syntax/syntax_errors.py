@@ -148,11 +148,14 @@ def describe_unexpected(exc: Any, text: str,
 
     owner = frame.owner if frame else None
     if prev is not None and prev.type in ("NAME", "OPTIONAL") and "COLON" in expected:
-        name = prev.value if prev.type == "NAME" else (last[-3].value if len(last) >= 3 else "?")
-        if owner in ("schema", "tool_params", "fn_params"):
+        name = prev.value if prev.type == "NAME" else (
+            last[-3].value if len(last) >= 3 and last[-3].type == "NAME" else None)
+        # (a `?` with no field name before it falls through to the general message below)
+        if name is not None and owner in ("schema", "tool_params", "fn_params"):
             role = "field" if owner == "schema" else "parameter"
             return (f"expected ':' after the {role} name '{name}'", start, end, hint)
-        if owner in ("tool", "model", "agent") and len(expected - {"COLON"}) <= 2:
+        if name is not None and owner in ("tool", "model", "agent") \
+                and len(expected - {"COLON"}) <= 2:
             return (f"expected ':' after the configuration key '{name}'", start, end, hint)
 
     if "_NL" in expected or "COMMA" in expected and frame is not None and frame.bracket == "{":
