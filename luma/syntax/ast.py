@@ -2,19 +2,23 @@
 
 Every node is a frozen, slotted dataclass with a ``span``. Nothing here knows about Lark: the
 parse module is the only place that turns parser output into these nodes.
+
+``@node`` is ``@dataclass(frozen=True, slots=True)`` with the methods generated ahead of time
+(``luma/syntax/node.py``): after changing a class, run ``python -m luma.syntax.nodegen``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Union
 
+from luma.syntax.node import node
 from luma.syntax.source import Span
 
 # --------------------------------------------------------------------------------------- types
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class PrimitiveType:
     """``string``, ``int``, ``float``, ``bool`` or ``any``."""
 
@@ -22,25 +26,25 @@ class PrimitiveType:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class EnumType:
     values: tuple[str, ...]
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class ListType:
     item: TypeExpr
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class MapType:
     value: TypeExpr
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class NamedType:
     """A reference to a declared schema (or tagged union) by name."""
 
@@ -55,7 +59,7 @@ PRIMITIVE_TYPES = ("string", "int", "float", "bool", "any")
 # --------------------------------------------------------------------------------- expressions
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Literal:
     """``null``, ``true``/``false``, an int or a float."""
 
@@ -63,7 +67,7 @@ class Literal:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class PathStep:
     """One ``.field`` (``name``) or ``[index]`` (``index``) step of an interpolation path."""
 
@@ -72,7 +76,7 @@ class PathStep:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Placeholder:
     """``{name.field[0]}`` inside a string literal that appears in a statement."""
 
@@ -82,7 +86,7 @@ class Placeholder:
     root_span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class BadPlaceholder:
     """A ``{...}`` in a string that is not a valid path (reported only in statements)."""
 
@@ -90,7 +94,7 @@ class BadPlaceholder:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class StringLit:
     """A string literal.
 
@@ -108,13 +112,13 @@ class StringLit:
         return any(not isinstance(p, str) for p in self.parts)
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class ListLit:
     items: tuple[Expr, ...]
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class ObjectEntry:
     key: str
     value: Expr
@@ -122,19 +126,19 @@ class ObjectEntry:
     key_span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class ObjectLit:
     entries: tuple[ObjectEntry, ...]
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Name:
     id: str
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Member:
     obj: Expr
     name: str
@@ -142,14 +146,14 @@ class Member:
     name_span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Index:
     obj: Expr
     index: Expr
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Call:
     """``f(args)`` (a method of this agent or a built-in) or ``Agent.fn(args)``."""
 
@@ -158,14 +162,14 @@ class Call:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Unary:
     op: str  # "-" or "not"
     operand: Expr
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Binary:
     op: str  # or and == != < <= > >= + - * / %
     left: Expr
@@ -173,7 +177,7 @@ class Binary:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class ToolCall:
     """``tool name(expr)``: a direct tool call."""
 
@@ -183,7 +187,7 @@ class ToolCall:
     tool_span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Ask:
     """``ask PROMPT -> Type [using tool name]``."""
 
@@ -201,7 +205,7 @@ Expr = Union[
 # ---------------------------------------------------------------------------------- statements
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Assign:
     """``x = expr`` or, with ``type``, ``x: Type = expr``."""
 
@@ -212,13 +216,13 @@ class Assign:
     target_span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class ExprStmt:
     expr: Expr
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class If:
     """``if cond { then } else { orelse }``; ``else if`` is an ``If`` alone in ``orelse``."""
 
@@ -228,7 +232,7 @@ class If:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class For:
     var: str
     iterable: Expr
@@ -237,13 +241,13 @@ class For:
     var_span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Return:
     value: Expr | None
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Try:
     body: tuple[Stmt, ...]
     err_name: str
@@ -252,7 +256,7 @@ class Try:
     err_span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Throw:
     value: Expr
     span: Span
@@ -263,7 +267,7 @@ Stmt = Union[Assign, ExprStmt, If, For, Return, Try, Throw]
 # -------------------------------------------------------------------------------- declarations
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Annotation:
     name: str
     args: tuple[Expr, ...]
@@ -271,7 +275,7 @@ class Annotation:
     name_span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Field:
     """A schema field, tool parameter or function parameter."""
 
@@ -289,7 +293,7 @@ class Field:
         return None
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class SchemaDecl:
     name: str
     fields: tuple[Field, ...]
@@ -297,13 +301,13 @@ class SchemaDecl:
     name_span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class UnionMember:
     name: str
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class UnionDecl:
     """``schema Document = Invoice | Receipt tagged by kind``."""
 
@@ -315,7 +319,7 @@ class UnionDecl:
     tag_span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class ConfigEntry:
     key: str
     value: Expr
@@ -323,7 +327,7 @@ class ConfigEntry:
     key_span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class NeedsDecl:
     name: str
     type: TypeExpr
@@ -331,7 +335,7 @@ class NeedsDecl:
     name_span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class ToolDecl:
     name: str
     params: tuple[Field, ...]
@@ -345,7 +349,7 @@ class ToolDecl:
         return _entry(self.config, key)
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class ModelDecl:
     name: str
     config: tuple[ConfigEntry, ...]
@@ -356,7 +360,7 @@ class ModelDecl:
         return _entry(self.config, key)
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class FnDecl:
     name: str
     params: tuple[Field, ...]
@@ -366,7 +370,7 @@ class FnDecl:
     name_span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class AgentDecl:
     name: str
     config: tuple[ConfigEntry, ...]
@@ -394,7 +398,7 @@ def _entry(config: tuple[ConfigEntry, ...], key: str) -> ConfigEntry | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
+@node
 class Program:
     """A parsed ``.luma`` file: declarations and top-level statements in source order."""
 

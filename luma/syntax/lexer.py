@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 # A line that ends with one of these continues on the next.
-_CONTINUES_AFTER = frozenset({
+CONTINUES_AFTER = frozenset({
     "PLUS", "MINUS", "MUL_OP", "COMP_OP", "AND", "OR", "NOT", "EQUAL", "ARROW", "COLON",
     "COMMA", "VBAR", "DOT", "AT", "LBRACE", "LPAR", "LSQB", "ASK", "TOOL", "_USING", "_NL",
 })
@@ -83,7 +83,7 @@ class NewlinePostLexer:
             return False
         if not self.last:
             return False  # the start of the file separates nothing
-        return self.last[-1].type not in _CONTINUES_AFTER
+        return self.last[-1].type not in CONTINUES_AFTER
 
     @staticmethod
     def _frame(bracket: str, entry: list[Any], tok: Any) -> Frame:

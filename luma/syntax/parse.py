@@ -1,28 +1,29 @@
-"""Parse Luma source into the AST. The only module that touches Lark.
+"""Parse Luma source into the AST.
 
-The parser is LALR with the contextual lexer, built once per grammar version and cached on
-disk, so a run does not re-analyse the grammar. The AST is built while parsing (an inline
-transformer that keeps every token, so spans cover keywords and brackets too).
+The grammar is ``grammar/luma.lark``. Lark analyses it ahead of time (``luma.syntax.tablegen``
+writes the LALR(1) tables to ``luma/syntax/tables.py``), and this module runs those tables with
+the same meaning as Lark's parser with its contextual lexer: the newline rules of
+``luma/syntax/lexer.py``, the same tokens, the same children for each rule. It builds the AST
+while parsing (every token is kept, so spans cover keywords and brackets too).
+
+A program that does not parse is parsed once more by Lark itself, from a parser cached on disk,
+only to describe the error: what the parser expected, and where (``syntax_errors.py``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import tempfile
-from importlib import resources
+import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lark import Lark, Token, Transformer
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
-
-from luma.syntax import ast
+from luma.syntax import ast, tables
 from luma.syntax.diagnostics import Diagnostic
-from luma.syntax.lexer import NewlinePostLexer
+from luma.syntax.lexer import CONTINUES_AFTER, NewlinePostLexer
 from luma.syntax.source import SourceFile, Span
 from luma.syntax.strings import StringProblem, parse_string
-from luma.syntax.syntax_errors import describe_unexpected
+
+if TYPE_CHECKING:
+    from lark import Lark
 
 _PUNCT = frozenset({
     "LPAR", "RPAR", "LSQB", "RSQB", "LBRACE", "RBRACE", "COMMA", "COLON", "EQUAL", "ARROW",
@@ -34,42 +35,13 @@ _PUNCT = frozenset({
 
 def grammar_text() -> str:
     """The text of ``luma.lark``: from the installed package, or from a source checkout."""
+    from importlib import resources
+
     try:
         return resources.files("luma.grammar").joinpath("luma.lark").read_text(encoding="utf-8")
     except ModuleNotFoundError:
         checkout = Path(__file__).resolve().parents[2] / "grammar" / "luma.lark"
         return checkout.read_text(encoding="utf-8")
-
-
-def _cache_path(text: str) -> str:
-    import lark
-
-    digest = hashlib.sha256((lark.__version__ + "\0" + text).encode()).hexdigest()[:16]
-    base = os.environ.get("LUMA_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "luma")
-    try:
-        os.makedirs(base, exist_ok=True)
-        if not os.access(base, os.W_OK):
-            raise OSError
-    except OSError:
-        base = tempfile.gettempdir()
-    return os.path.join(base, f"luma-grammar-{digest}.lark-cache")
-
-
-_POSTLEX = NewlinePostLexer()
-_PARSER: Lark | None = None
-
-
-def _parser() -> Lark:
-    global _PARSER
-    if _PARSER is None:
-        text = grammar_text()
-        _PARSER = Lark(
-            text, parser="lalr", lexer="contextual", strict=True, propagate_positions=False,
-            maybe_placeholders=True, keep_all_tokens=True, postlex=_POSTLEX,
-            transformer=_ToAst(), cache=_cache_path(text),
-        )
-    return _PARSER
 
 
 class ParseFailure(Exception):
@@ -80,18 +52,16 @@ class ParseFailure(Exception):
 
 def parse_source(source: SourceFile) -> tuple[ast.Program | None, list[Diagnostic]]:
     """Parse one file. Returns the program, or None and the syntax error as a diagnostic."""
-    _ToAst.file = source.path
     try:
-        program = _parser().parse(source.text)
-    except UnexpectedInput as exc:
-        return None, [_syntax_diagnostic(exc, source)]
+        program = run_tables(source.text, source.path)
+    except NoParse:
+        return None, [_syntax_diagnostic(source)]
     except _StringError as exc:
         p = exc.problem
         return None, [Diagnostic("error", "E001", p.message, Span(source.path, p.offset, p.end))]
     except RecursionError:
         return None, [Diagnostic("error", "E001", "the program is nested too deeply to parse",
                                  Span(source.path, 0, 0))]
-    assert isinstance(program, ast.Program)
     return program, []
 
 
@@ -102,7 +72,8 @@ def parse_text(text: str, path: str = "<input>") -> tuple[ast.Program | None, li
 def parse_file(path: str | Path) -> tuple[SourceFile, ast.Program | None, list[Diagnostic]]:
     """Read and parse a file; undecodable bytes are a located diagnostic, not an exception."""
     p = str(path)
-    data = Path(p).read_bytes()
+    with open(p, "rb") as f:
+        data = f.read()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -117,9 +88,251 @@ def parse_file(path: str | Path) -> tuple[SourceFile, ast.Program | None, list[D
     return source, program, diags
 
 
-def _syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> Diagnostic:
-    message, start, end, hint = describe_unexpected(exc, source.text, _POSTLEX)
-    return Diagnostic("error", "E001", message, Span(source.path, start, end), hint)
+# ------------------------------------------------------------------------------ the LALR tables
+
+
+class Token:
+    """A terminal as the transformer sees it: its kind, its text and its offsets."""
+
+    __slots__ = ("type", "value", "start_pos", "end_pos")
+
+    def __init__(self, type: str, value: str, start_pos: int, end_pos: int) -> None:
+        self.type = type
+        self.value = value
+        self.start_pos = start_pos
+        self.end_pos = end_pos
+
+    def __repr__(self) -> str:
+        return f"Token({self.type!r}, {self.value!r}, {self.start_pos}, {self.end_pos})"
+
+
+class NoParse(Exception):
+    """The text is not a program; Lark is asked what went wrong (``_syntax_diagnostic``)."""
+
+
+def _alternation(names: tuple[str, ...]) -> str:
+    return "|".join(f"(?P<{n}>{tables.TERMINALS[n]})" for n in names)
+
+
+# One regular expression tries every terminal in Lark's order. A state's own lexer (only the
+# terminals that state accepts, keywords it does not accept lexed as NAME) finds the same token
+# whenever the tables say so (``tablegen._fast_kinds``); otherwise that lexer's own expression,
+# compiled on first use, decides.
+_MASTER = re.compile(_alternation(tables.MASTER)).match
+_STATE_FAST: list[dict[str, str]] = [tables.LEXERS[i][2] for i in tables.STATE_LEXER]
+_STATE_KEYWORDS: list[frozenset[str]] = [
+    frozenset(tables.LEXERS[i][1]) for i in tables.STATE_LEXER]
+_STATE_REGEX: dict[int, Any] = {}
+
+# What the newline post-lexer (lexer.py) does with a kind of token.
+_SKIP, _NEWLINE, _OPEN, _CLOSE = 0, 1, 2, 3
+_LAYOUT: dict[str, tuple[int, str]] = {
+    **{kind: (_SKIP, "") for kind in tables.IGNORE},
+    "_NL": (_NEWLINE, ""),
+    "LPAR": (_OPEN, "("), "LSQB": (_OPEN, "["), "LBRACE": (_OPEN, "{"),
+    "RPAR": (_CLOSE, "("), "RSQB": (_CLOSE, "["), "RBRACE": (_CLOSE, "{"),
+}
+
+
+def _state_lex(state: int, text: str, pos: int) -> tuple[str, int]:
+    """The kind and end of the token at ``pos``, lexed as the state's own lexer does."""
+    lexer = tables.STATE_LEXER[state]
+    match = _STATE_REGEX.get(lexer)
+    if match is None:
+        match = _STATE_REGEX[lexer] = re.compile(_alternation(tables.LEXERS[lexer][0])).match
+    m = match(text, pos)
+    if m is None:
+        raise NoParse
+    kind: str = m.lastgroup or ""
+    if kind == "NAME":
+        keyword = tables.KEYWORDS.get(m.group())
+        if keyword is not None and keyword in _STATE_KEYWORDS[state]:
+            kind = keyword
+    return kind, m.end()
+
+
+def _rule_steps() -> list[tuple[str, int, Any, Any, int, bool, bool]]:
+    """Per rule: (nonterminal, length, transformer function or None, how to shape the children or
+    None, Nones to append, replace by a single child, is a unit rule). A rule without a method is
+    a `_rule` (spliced into its parent) or a `?rule` that always has one child; tests check that.
+    A unit rule (``?sum: product``) leaves the value as it is and only changes the state."""
+    steps = []
+    for origin, length, name, include, append_none, expand1 in tables.RULES:
+        function = None if name is None else getattr(_ToAst, name, None)
+        unit = expand1 and length == 1 and include is None
+        steps.append((origin, length, function, include, append_none, expand1, unit))
+    return steps
+
+
+# (state below, state on top, lookahead) -> the state on top after every unit reduction the
+# lookahead causes there; a chain like postfix -> unary -> ... -> expr becomes one step.
+_UNIT_CHAINS: dict[tuple[int, int, str], int] = {}
+
+
+def _unit_chain(below: int, top: int, kind: str) -> int:
+    while True:
+        action = tables.ACTIONS[top].get(kind)
+        if action is None or action >= 0 or not _RULES[-1 - action][6]:
+            _UNIT_CHAINS[below, top, kind] = top
+            return top
+        top = tables.ACTIONS[below][_RULES[-1 - action][0]]
+
+
+def run_tables(text: str, file: str) -> ast.Program:
+    """Parse ``text`` with the generated tables; raise ``NoParse`` where Lark raises a syntax
+    error."""
+    builder = _ToAst(file)
+    rules = _RULES
+    actions = tables.ACTIONS
+    end_state = tables.END
+    master = _MASTER
+    state_fast = _STATE_FAST
+    state_keywords = _STATE_KEYWORDS
+    keywords = tables.KEYWORDS
+    layout = _LAYOUT
+    continues = CONTINUES_AFTER
+    unit_chains = _UNIT_CHAINS
+
+    states: list[int] = [tables.START]
+    values: list[Any] = []
+    brackets: list[str] = []  # the open brackets, for the newline rules
+    last: str | None = None  # the kind of the last token given to the parser
+    pos, size = 0, len(text)
+    while True:
+        if pos < size:
+            state = states[-1]
+            m = master(text, pos)
+            kind = m.lastgroup if m is not None else None
+            hidden = state_fast[state].get(kind)  # type: ignore[arg-type]
+            if hidden is None or hidden and text[pos] in hidden:
+                kind, end = _state_lex(state, text, pos)
+            else:
+                end = m.end()  # type: ignore[union-attr]
+                if kind == "NAME":
+                    keyword = keywords.get(text[pos:end])
+                    if keyword is not None and keyword in state_keywords[state]:
+                        kind = keyword
+            role = layout.get(kind)  # type: ignore[arg-type]
+            if role is not None:
+                what, bracket = role
+                if what == _SKIP:
+                    pos = end
+                    continue
+                if what == _NEWLINE:
+                    # a newline separates entries only after a complete one, and not in ( or [
+                    if last is None or last in continues or brackets and brackets[-1] != "{":
+                        pos = end
+                        continue
+                elif what == _OPEN:
+                    brackets.append(bracket)
+                elif brackets and brackets[-1] == bracket:
+                    brackets.pop()
+            last = kind
+            token: Any = Token(kind, text[pos:end], pos, end)  # type: ignore[arg-type]
+            pos = end
+        else:
+            kind = "$END"
+            token = None
+        while True:
+            action = actions[states[-1]].get(kind)  # type: ignore[arg-type]
+            if action is None:
+                raise NoParse
+            if action >= 0:
+                if token is None:
+                    raise NoParse  # the end of the input is never shifted
+                states.append(action)
+                values.append(token)
+                break
+            origin, length, function, include, append_none, expand1, unit = rules[-1 - action]
+            if unit:
+                below, top = states[-2], states[-1]
+                chain = unit_chains.get((below, top, kind))  # type: ignore[arg-type]
+                states[-1] = _unit_chain(below, top, kind) if chain is None else chain  # type: ignore[arg-type]
+                continue
+            if length:
+                children = values[-length:]
+                del values[-length:]
+                del states[-length:]
+            else:
+                children = []
+            if include is not None:
+                shaped: list[Any] = []
+                for i, splice, nones in include:
+                    if nones:
+                        shaped += [None] * nones
+                    if splice:
+                        shaped += children[i]
+                    else:
+                        shaped.append(children[i])
+                if append_none:
+                    shaped += [None] * append_none
+                children = shaped
+            if expand1 and len(children) == 1:
+                value = children[0]
+            elif function is None:
+                value = children  # a `_rule`: its parent splices the list in
+            else:
+                value = function(builder, children)
+            goto = actions[states[-1]][origin]
+            if token is None and goto == end_state:
+                assert isinstance(value, ast.Program)
+                return value
+            states.append(goto)
+            values.append(value)
+
+
+# ------------------------------------------------------------------- syntax errors, from Lark
+
+_LARK: tuple[Lark, NewlinePostLexer] | None = None
+
+
+def _cache_path(text: str) -> str:
+    import hashlib
+    import os
+    import tempfile
+
+    import lark
+
+    digest = hashlib.sha256((lark.__version__ + "\0" + text).encode()).hexdigest()[:16]
+    base = os.environ.get("LUMA_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "luma")
+    try:
+        os.makedirs(base, exist_ok=True)
+        if not os.access(base, os.W_OK):
+            raise OSError
+    except OSError:
+        base = tempfile.gettempdir()
+    return os.path.join(base, f"luma-grammar-{digest}.lark-cache")
+
+
+def lark_parser() -> tuple[Lark, NewlinePostLexer]:
+    """Lark's parser for the grammar (built once, cached on disk) and its post-lexer, whose
+    bracket stack the error messages read. Only syntax errors need it."""
+    global _LARK
+    if _LARK is None:
+        from lark import Lark
+
+        from luma.syntax.tablegen import LARK_OPTIONS
+
+        text = grammar_text()
+        postlex = NewlinePostLexer()
+        _LARK = Lark(text, postlex=postlex, cache=_cache_path(text), **LARK_OPTIONS), postlex
+    return _LARK
+
+
+def _syntax_diagnostic(source: SourceFile) -> Diagnostic:
+    from lark.exceptions import UnexpectedInput
+
+    from luma.syntax.syntax_errors import describe_unexpected
+
+    parser, postlex = lark_parser()
+    try:
+        parser.parse(source.text)
+    except UnexpectedInput as exc:
+        message, start, end, hint = describe_unexpected(exc, source.text, postlex)
+        return Diagnostic("error", "E001", message, Span(source.path, start, end), hint)
+    raise AssertionError("Lark parses a program the parse tables reject: the tables are out of "
+                         "date (python -m luma.syntax.tablegen) or the table runner is wrong")
 
 
 class _StringError(Exception):
@@ -142,27 +355,35 @@ class _Block:
 
 
 def _start(x: Any) -> int:
-    return (x.start_pos or 0) if isinstance(x, Token) else int(x.span.start)
+    return x.start_pos if type(x) is Token else x.span.start
 
 
 def _end(x: Any) -> int:
-    return (x.end_pos or 0) if isinstance(x, Token) else int(x.span.end)
+    return x.end_pos if type(x) is Token else x.span.end
 
 
-class _ToAst(Transformer):  # type: ignore[type-arg]
-    """One method per grammar rule. Raises nothing semantic: the checker judges meaning."""
+class _ToAst:
+    """One method per grammar rule, called with the rule's children (tokens, nodes, ``None`` for
+    an absent optional). Raises nothing semantic: the checker judges meaning."""
 
-    file = "<input>"
+    def __init__(self, file: str) -> None:
+        self.file = file
 
     # helpers ------------------------------------------------------------------------------
     def _span(self, children: list[Any]) -> Span:
-        items = [c for c in children if c is not None]
-        if not items:
+        first = last = None
+        for first in children:
+            if first is not None:
+                break
+        if first is None:
             return Span(self.file, 0, 0)
-        return Span(self.file, _start(items[0]), _end(items[-1]))
+        for last in reversed(children):
+            if last is not None:
+                break
+        return Span(self.file, _start(first), _end(last))
 
     def _tok(self, t: Token) -> Span:
-        return Span(self.file, t.start_pos or 0, t.end_pos or 0)
+        return Span(self.file, t.start_pos, t.end_pos)
 
     @staticmethod
     def _sig(children: list[Any]) -> list[Any]:
@@ -380,5 +601,16 @@ class _ToAst(Transformer):  # type: ignore[type-arg]
         return ast.ToolCall(sig[0].value, sig[1], self._span(c), self._tok(sig[0]))
 
 
+def __getattr__(name: str) -> Any:
+    # Lark's error classes, once re-exported here; loading Lark only when asked for them.
+    if name in ("UnexpectedCharacters", "UnexpectedEOF", "UnexpectedToken"):
+        import lark.exceptions
+
+        return getattr(lark.exceptions, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_RULES = _rule_steps()
+
 __all__ = ["parse_source", "parse_text", "parse_file", "grammar_text", "ParseFailure",
-           "UnexpectedCharacters", "UnexpectedEOF", "UnexpectedToken"]
+           "Token", "NoParse", "run_tables", "lark_parser"]

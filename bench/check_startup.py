@@ -1,0 +1,121 @@
+"""The start-up cost of ``luma check`` on one small file, against a bare ``python -c pass``.
+
+Both commands run from the same interpreter (the one running this script, normally the
+project's venv) as whole processes, alternately, ``--runs`` times each. For each run the script
+records the wall time and the CPU time (user + system, from the child's resource usage, so
+other processes on the machine do not count). It reports the medians and the ratio of the
+CPU medians, which is the figure that matters on a busy machine.
+
+    .venv/bin/python -m compileall -q luma     # bytecode, as an installed wheel has
+    .venv/bin/python bench/check_startup.py [--runs N] [--file F.luma]
+
+Without ``--file`` a small valid contract (two schemas, a tool, a model, an agent with one
+method) is written to a temporary folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SMALL = """\
+schema Order {
+  id: string @desc("Order id")
+  total: float @range(0, 1000000)
+  note?: string
+}
+
+schema Stats { words: int, characters: int }
+
+tool read_order(id: string) -> Order {
+  description: "Read one order by id."
+  side_effects: "read"
+}
+
+model Fast {
+  provider: "openai"
+  name: "gpt-5.4-mini"
+}
+
+agent Desk {
+  model: Fast
+  tools: [read_order]
+
+  fn run(id: string) -> Order {
+    order = tool read_order({ id: id })
+    if order.total > 100 {
+      print("large order {order.id}")
+    }
+    return order
+  }
+}
+"""
+
+
+def run_once(argv: list[str]) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds, exit status) of one whole process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_utime + usage.ru_stime, proc.returncode
+
+
+def measure(commands: dict[str, list[str]], runs: int) -> dict[str, tuple[list[float], list[float]]]:
+    results: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in commands}
+    for name, argv in commands.items():  # one unmeasured run each: the file cache is warm
+        run_once(argv)
+    for _ in range(runs):
+        for name, argv in commands.items():
+            wall, cpu, code = run_once(argv)
+            if code not in (0, 1):
+                raise SystemExit(f"{' '.join(argv)} exited with {code}")
+            results[name][0].append(wall)
+            results[name][1].append(cpu)
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=30, help="runs of each command (default 30)")
+    parser.add_argument("--file", help="the .luma file to check (default: a small contract)")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        target = args.file
+        if target is None:
+            target = str(Path(tmp) / "small.luma")
+            Path(target).write_text(SMALL, encoding="utf-8")
+        commands = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "luma check": [sys.executable, "-m", "luma", "check", target],
+        }
+        load = os.getloadavg()
+        results = measure(commands, args.runs)
+
+    print(f"python: {sys.executable} ({sys.version.split()[0]})")
+    print(f"cores: {os.cpu_count()}, load average before: "
+          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, after: "
+          + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print(f"runs: {args.runs} of each, alternating")
+    medians: dict[str, float] = {}
+    for name, (walls, cpus) in results.items():
+        medians[name] = statistics.median(cpus)
+        print(f"{name:16} wall median {statistics.median(walls) * 1000:7.1f} ms   "
+              f"CPU median {statistics.median(cpus) * 1000:7.1f} ms   "
+              f"(CPU min {min(cpus) * 1000:.1f}, max {max(cpus) * 1000:.1f})")
+    bare, luma = medians["python -c pass"], medians["luma check"]
+    print(f"ratio (CPU medians): {luma / bare:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,223 @@
+"""Build ``luma/syntax/tables.py`` — the parse tables — from ``grammar/luma.lark``.
+
+Lark analyses the grammar here (LALR(1), ``strict=True``, the contextual lexer); the tables it
+builds are written out as plain Python data, so that parsing needs neither Lark nor its analysis
+at run time. ``luma/syntax/parse.py`` runs them with the same meaning as Lark's parser:
+
+* the parse table, states renumbered in a fixed order so that the file does not depend on
+  the order of Python's sets;
+* every terminal's regular expression, the order Lark tries them in, and, per parser state,
+  which terminals its contextual lexer knows (keywords a state does not accept lex as names);
+* per rule, how Lark shapes the children handed to the transformer (``_rule`` children spliced
+  in, ``None`` for an absent ``[optional]``, a ``?rule`` with one child replaced by it).
+
+Regenerate after editing the grammar, and commit the result::
+
+    .venv/bin/python -m luma.syntax.tablegen            # rewrite luma/syntax/tables.py
+    .venv/bin/python -m luma.syntax.tablegen --check    # exit 1 when it is out of date
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pprint
+import sys
+from pathlib import Path
+from typing import Any
+
+TABLES_PATH = Path(__file__).with_name("tables.py")
+
+# The Lark options the tables are built with; the parse module builds its Lark parser (used to
+# describe syntax errors) with the same ones.
+LARK_OPTIONS: dict[str, Any] = {
+    "parser": "lalr", "lexer": "contextual", "strict": True, "propagate_positions": False,
+    "maybe_placeholders": True, "keep_all_tokens": True,
+}
+
+
+def build_lark(grammar: str, **options: Any) -> Any:
+    """Lark's parser for ``grammar``, analysed now (not cached)."""
+    from lark import Lark
+
+    from luma.syntax.lexer import NewlinePostLexer
+
+    return Lark(grammar, postlex=NewlinePostLexer(), **LARK_OPTIONS, **options)
+
+
+def generate(grammar: str) -> str:
+    """The text of ``tables.py`` for ``grammar``."""
+    import lark
+    from lark.lexer import PatternStr, UnlessCallback
+    from lark.parse_tree_builder import (
+        ChildFilterLALR,
+        ChildFilterLALR_NoPlaceholders,
+        ExpandSingleChild,
+        ParseTreeBuilder,
+    )
+    from lark.parsers.lalr_analysis import Shift
+    from lark.tree import Tree
+
+    parser = build_lark(grammar)
+    table = parser.parser.parser.parser.parse_table
+    contextual = parser.parser.lexer.lexer
+    terminals = {t.name: t for t in parser.terminals}
+
+    # ---- states, renumbered breadth-first from the start state, symbols in name order
+    start, end = table.start_states["start"], table.end_states["start"]
+    order = [start]
+    index = {start: 0}
+    for old in order:
+        for sym in sorted(table.states[old]):
+            action, arg = table.states[old][sym]
+            if action is Shift and arg not in index:
+                index[arg] = len(order)
+                order.append(arg)
+    assert len(order) == len(table.states), "a state is unreachable from the start state"
+
+    rules: list[Any] = []
+    rule_index: dict[Any, int] = {}
+    for rule in parser.rules:
+        rule_index[rule] = len(rules)
+        rules.append(rule)
+
+    actions: list[dict[str, int]] = []
+    for old in order:
+        row: dict[str, int] = {}
+        for sym in sorted(table.states[old]):
+            action, arg = table.states[old][sym]
+            row[str(sym)] = index[arg] if action is Shift else -1 - rule_index[arg]
+        actions.append(row)
+
+    # ---- rule shapes, read from the tree builder Lark itself would use
+    builder = ParseTreeBuilder(parser.rules, Tree, propagate_positions=False, ambiguous=False,
+                               maybe_placeholders=True)  # type: ignore[no-untyped-call]
+    shapes: list[tuple[str, int, str | None, tuple[tuple[int, bool, int], ...] | None, int, bool]]
+    shapes = []
+    for rule, chain in builder.rule_builders:
+        expand1 = False
+        include: tuple[tuple[int, bool, int], ...] | None = None
+        append_none = 0
+        for wrapper in chain:
+            if wrapper is ExpandSingleChild:
+                expand1 = True
+            elif getattr(wrapper, "func", None) is ChildFilterLALR:
+                to_include, append_none = wrapper.args
+                include = tuple((i, bool(x), n) for i, x, n in to_include)
+            elif getattr(wrapper, "func", None) is ChildFilterLALR_NoPlaceholders:
+                (to_include,) = wrapper.args
+                include = tuple((i, bool(x), 0) for i, x in to_include)
+            else:
+                raise AssertionError(f"unexpected tree-builder step {wrapper!r} for {rule}")
+        assert rule.options.template_source is None
+        name = str(rule.alias or rule.origin.name)
+        # A `_rule` is spliced into its parent; every other rule is a transformer method.
+        callback = None if name.startswith("_") else name
+        if include is not None and include == tuple((i, False, 0) for i in range(len(rule.expansion))) \
+                and not append_none:
+            include = None  # the children as they are
+        shapes.append((str(rule.origin.name), len(rule.expansion), callback, include, append_none,
+                       expand1))
+    assert [r for r, _ in builder.rule_builders] == rules
+
+    # ---- lexers: the root one (every terminal) and one per set of terminals a state knows
+    def scanner_of(basic: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(terminals in the order tried, keywords a NAME becomes)."""
+        names = tuple(t.name for t in basic.scanner.terminals)
+        keywords: tuple[str, ...] = ()
+        for kind, callback in basic.callback.items():
+            assert isinstance(callback, UnlessCallback) and kind == "NAME", (kind, callback)
+            for t in callback.scanner.terminals:
+                assert isinstance(t.pattern, PatternStr) and not t.pattern.flags, t
+            keywords = tuple(sorted(t.name for t in callback.scanner.terminals))
+        pattern = "|".join(f"(?P<{n}>{terminals[n].pattern.to_regexp()})" for n in names)
+        assert [m.pattern for m in basic.scanner._mres] == [pattern], "one regex per lexer"
+        return names, keywords
+
+    root_order, root_keywords = scanner_of(contextual.root_lexer)
+    keywords = {terminals[k].pattern.value: k for k in root_keywords}
+    ignore = tuple(sorted(parser.ignore_tokens))
+
+    lexers: list[tuple[tuple[str, ...], tuple[str, ...], dict[str, str]]] = []
+    lexer_index: dict[tuple[tuple[str, ...], tuple[str, ...]], int] = {}
+    state_lexer: list[int] = []
+    for old in order:
+        key = scanner_of(contextual.lexers[old])
+        if key not in lexer_index:
+            lexer_index[key] = len(lexers)
+            lexers.append((key[0], key[1], _fast_kinds(key[0], root_order, terminals)))
+        state_lexer.append(lexer_index[key])
+
+    digest = hashlib.sha256(grammar.encode("utf-8")).hexdigest()
+    data = {
+        "TERMINALS": {n: terminals[n].pattern.to_regexp() for n in sorted(terminals)},
+        "MASTER": root_order,
+        "KEYWORDS": dict(sorted(keywords.items())),
+        "IGNORE": ignore,
+        "LEXERS": tuple(lexers),
+        "STATE_LEXER": tuple(state_lexer),
+        "START": 0,
+        "END": index[end],
+        "ACTIONS": tuple(actions),
+        "RULES": tuple(shapes),
+    }
+    out = [
+        f'"""The Luma parse tables, generated by ``python -m luma.syntax.tablegen`` from\n'
+        f'``grammar/luma.lark`` with Lark {lark.__version__}. Do not edit: regenerate."""\n',
+        "# fmt: off",
+        "# mypy: ignore-errors",
+        f"GRAMMAR_SHA256 = {digest!r}",
+        f"LARK_VERSION = {lark.__version__!r}",
+    ]
+    for name, value in data.items():
+        if isinstance(value, tuple) and value and isinstance(value[0], (tuple, dict)):
+            out.append(f"{name} = (")  # one item a line
+            out.extend(f"    {item!r}," for item in value)
+            out.append(")")
+        else:
+            out.append(f"{name} = {pprint.pformat(value, width=100, sort_dicts=False)}")
+    return "\n".join(out) + "\n"
+
+
+def _fast_kinds(order: tuple[str, ...], root_order: tuple[str, ...],
+                terminals: dict[str, Any]) -> dict[str, str]:
+    """For one state's lexer: the terminals the one all-terminal regex may decide alone.
+
+    That regex finds the first terminal, in Lark's order, that matches. A state's lexer tries
+    its own terminals in the same order, so when the regex finds one of them, the state's lexer
+    finds it too — unless one of its terminals that the regex does not contain (a keyword the
+    regex lexes as NAME) comes first and matches. Those are literal strings; the value is their
+    first characters, and when the text at the position starts with one of them the parser asks
+    the state's own regex. Terminals missing here go through the state's own regex always."""
+    from lark.lexer import PatternStr
+
+    fast: dict[str, str] = {}
+    hidden: set[str] = set()
+    for name in order:
+        if name in root_order:
+            fast[name] = "".join(sorted(hidden))
+        elif isinstance(terminals[name].pattern, PatternStr):
+            hidden.add(terminals[name].pattern.value[0])
+        else:
+            break  # a regex the master does not try: nothing after it is decided alone
+    return fast
+
+
+def main(argv: list[str]) -> int:
+    from luma.syntax.parse import grammar_text
+
+    text = generate(grammar_text())
+    current = TABLES_PATH.read_text(encoding="utf-8") if TABLES_PATH.exists() else ""
+    if "--check" in argv:
+        if text != current:
+            print(f"{TABLES_PATH} is out of date: run python -m luma.syntax.tablegen",
+                  file=sys.stderr)
+            return 1
+        print(f"{TABLES_PATH} is up to date")
+        return 0
+    TABLES_PATH.write_text(text, encoding="utf-8")
+    print(f"wrote {TABLES_PATH}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,203 @@
+"""The generated parse tables against Lark: the same grammar, the same programs, the same AST.
+
+``luma/syntax/tables.py`` is generated from ``grammar/luma.lark``; these tests check that it is
+up to date, and that running it gives exactly what Lark's own LALR parser (contextual lexer,
+the newline post-lexer) gives: the same tree for every program, a failure for the same texts.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from luma.syntax import tables, tablegen
+from luma.syntax.parse import NoParse, Token, _StringError, _ToAst, grammar_text, lark_parser
+from luma.syntax.parse import parse_text, run_tables
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+import corpus  # noqa: E402  (bench/corpus.py)
+
+PROGRAMS = sorted({*ROOT.glob("tests/**/*.luma"), *ROOT.glob("examples/**/*.luma")})
+SEEDS = sorted({p.read_text(encoding="utf-8") for p in PROGRAMS} | {corpus.TEMPLATE.format(n=7)})
+
+
+class _LarkTokensToAst:
+    """The transformer methods, handed Lark's tokens as the parse module's ``Token``s."""
+
+    def __init__(self, file: str) -> None:
+        self.builder = _ToAst(file)
+
+    def __getattr__(self, name: str) -> Any:
+        from lark import Token as LarkToken
+
+        method = getattr(self.builder, name)  # AttributeError: Lark builds a tree node
+
+        def call(children: list[Any]) -> Any:
+            return method([Token(c.type, str(c), c.start_pos, c.end_pos)
+                           if isinstance(c, LarkToken) else c for c in children])
+        return call
+
+
+_REFERENCE: dict[str, Any] = {}
+
+
+def lark_reference(text: str, file: str = "t.luma") -> Any:
+    """What Lark's own parser, with the transformer inline, makes of ``text``: the AST, or
+    ``NoParse``."""
+    from lark.exceptions import UnexpectedInput
+
+    if file not in _REFERENCE:
+        _REFERENCE[file] = tablegen.build_lark(grammar_text(), transformer=_LarkTokensToAst(file))
+    try:
+        return _REFERENCE[file].parse(text)
+    except UnexpectedInput:
+        return NoParse
+
+
+def tables_result(text: str, file: str = "t.luma") -> Any:
+    try:
+        return run_tables(text, file)
+    except NoParse:
+        return NoParse
+
+
+def outcome(run: Any, text: str) -> Any:
+    try:
+        return run(text)
+    except _StringError as exc:
+        return ("string error", exc.problem.message, exc.problem.offset)
+
+
+def assert_same(text: str) -> None:
+    expected = outcome(lark_reference, text)
+    got = outcome(tables_result, text)
+    assert got == expected, text
+
+
+def test_tables_are_generated_from_the_grammar() -> None:
+    current = tablegen.TABLES_PATH.read_text(encoding="utf-8")
+    assert tablegen.generate(grammar_text()) == current, \
+        "luma/syntax/tables.py is out of date: run python -m luma.syntax.tablegen"
+
+
+def test_generation_does_not_depend_on_hash_order() -> None:
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run(
+        [sys.executable, "-c", "import sys; from luma.syntax import tablegen; from "
+         "luma.syntax.parse import grammar_text; sys.stdout.write(tablegen.generate(grammar_text()))"],
+        capture_output=True, text=True, env=env, check=True)
+    assert out.stdout == tablegen.TABLES_PATH.read_text(encoding="utf-8")
+
+
+def test_every_rule_has_a_method_or_never_needs_one() -> None:
+    builder = _ToAst("t.luma")
+    for origin, length, name, include, append_none, expand1 in tables.RULES:
+        if name is None or hasattr(builder, name):
+            continue
+        # a `?rule` whose one child replaces it: its method is never called
+        assert expand1 and length == 1 and include is None and not append_none, origin
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_program_parses_as_lark_parses_it(path: Path) -> None:
+    assert_same(path.read_text(encoding="utf-8"))
+
+
+def test_a_generated_contract_parses_as_lark_parses_it() -> None:
+    text = corpus.TEMPLATE.format(n=3)
+    assert_same(text)
+    assert tables_result(text) is not NoParse
+
+
+@pytest.mark.parametrize("text", [
+    "",
+    "\n\n",
+    "// only a comment",
+    "x = a android",  # a state that takes `and` but no name lexes `and` + `roid`
+    "x = a and\n  b",
+    "else = 1\nx = else",  # `else` is a name where `else` cannot follow
+    "if a { b }\n\n  else { c }",
+    "if a { b } else if c { d }\nelse { e }",
+    "try { a() }\ncatch e { b }",
+    "catch = 1",
+    "x = tool t({a: 1})\ny = ask \"q {x}\" -> T using tool t",
+    "schema D = A | B tagged by kind",
+    "schema D = A | B tagged by tagged",
+    "schema S { a: int, b?: string[] @length(1, 2), c: map[int] }",
+    "tool t(a: int,) -> R { needs db: Db, retries: 3 }",
+    "x = 1.5e3 + 2e-1 - 3 * -4 / 5 % 6",
+    "x = [1, 2,\n 3,]\ny = {a: 1,\n \"b\": 2}",
+    "x = f(\n  a,\n  b\n)\ny = (1 +\n 2)",
+    'x = """long\n  "text" """',
+    "x = a /* note */ + b",
+    "x = not a == b or c != d and e <= f",
+    "agent A { model: M\n fn run(a: int) -> int { return a } }",
+    "x = 1 y = 2",
+    "schema { }",
+    "x = ",
+    "x = (1",
+    "x = \"open",
+    "x = 'single'",
+    "x = a & b",
+    "/* never closed",
+    "schema S { a: int } }",
+    "x = \"bad {escape\\q}\"",
+    "x = \"\\u{110000}\"",
+    "x = 1\r\ny = 2\r\n",
+    "\tx\f=\t1",
+    "x = a.b[0](c).d",
+    "return",
+    "throw e",
+    "for x in xs { }",
+    "fn",
+    "x = tool",
+    "x = schemas",
+    "schema S { tool: int, model: string, if: bool }",  # keywords a state does not take are names
+    "x = {schema: 1, agent: 2}",
+])
+def test_edge_cases_parse_as_lark_parses_them(text: str) -> None:
+    assert_same(text)
+
+
+TOKENS = ["schema", "tool", "agent", "model", "fn", "if", "else", "for", "in", "return", "try",
+          "catch", "throw", "ask", "using", "tagged", "by", "needs", "enum", "map", "{", "}", "(",
+          ")", "[", "]", ",", ":", "=", "->", "|", "@", ".", "?", "\n", '"', '"""', "/*", "*/",
+          "//", "\\", "{x}", "1", "-", "1e", "0.5", "and", "not", "or", "==", " ", "\t", "\r\n",
+          "é", "\x00", "android", "order", "x", "true", "null", "\n else", "\ncatch"]
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_mutated_programs_parse_as_lark_parses_them(data: st.DataObject) -> None:
+    text = data.draw(st.sampled_from(SEEDS))
+    for _ in range(data.draw(st.integers(1, 4))):
+        pos = data.draw(st.integers(0, len(text)))
+        action = data.draw(st.sampled_from(["insert", "delete", "replace"]))
+        if action == "insert":
+            text = text[:pos] + data.draw(st.sampled_from(TOKENS)) + text[pos:]
+        elif action == "delete":
+            text = text[:pos] + text[pos + data.draw(st.integers(1, 12)):]
+        else:
+            text = text[:pos] + data.draw(st.sampled_from(TOKENS)) + text[pos + 1:]
+    assert_same(text)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.sampled_from(TOKENS + [" ", "\n", "a", "b", "f(", ")", "\"s\""]), max_size=30))
+def test_token_soup_parses_as_lark_parses_it(parts: list[str]) -> None:
+    assert_same(" ".join(parts))
+    assert_same("".join(parts))
+
+
+def test_a_syntax_error_is_described_by_lark() -> None:
+    program, diagnostics = parse_text("schema S {\n  a int\n}", "s.luma")
+    assert program is None
+    assert [d.message for d in diagnostics] == ["expected ':' after the field name 'a'"]
