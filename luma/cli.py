@@ -97,39 +97,55 @@ def _check_parser() -> _Parser:
     return parser
 
 
+def _plain_check_args(argv: Sequence[str]) -> argparse.Namespace | None:
+    """The arguments of ``luma check PATH ...`` (paths only, the common case) as the parser
+    would give them, without building it (its help formatter costs a noticeable part of the
+    start-up); None for anything else."""
+    if not all(a and not a.startswith("-") for a in argv):
+        return None
+    return argparse.Namespace(paths=list(argv), format="text", strict=False, tool_module=[],
+                              color="auto")
+
+
 def check_command(argv: Sequence[str]) -> int:
     """``luma check``: exit 0 clean (warnings allowed), 1 on an error (or a warning with
     ``--strict``), 2 on a usage error."""
-    parser = _check_parser()
-    args = parser.parse_intermixed_args(list(argv))
+    args = _plain_check_args(argv)
+    if args is None:
+        args = _check_parser().parse_intermixed_args(list(argv))
     paths: list[str] = args.paths or ["."]
     for path in [*paths, *args.tool_module]:
         if not os.path.exists(path):
-            parser.error(f"path does not exist: {path}")
+            _check_parser().error(f"path does not exist: {path}")
     for path in args.tool_module:
         if not os.path.isfile(path):
-            parser.error(f"tool module is not a file: {path}")
+            _check_parser().error(f"tool module is not a file: {path}")
 
-    from luma.check.host import HostCheck
-    from luma.compile import check_file, find_luma_files
+    from pathlib import Path
+
+    from luma.check.host import CONFIG_NAME, HostCheck
+    from luma.compile import check_files, find_luma_files
     from luma.syntax.diagnostics import Diagnostic
     from luma.syntax.render import render, source_lookup
     from luma.syntax.source import SourceFile
 
     found, missing = find_luma_files(paths)
     if missing:  # vanished since the check above
-        parser.error(f"path does not exist: {missing[0]}")
+        _check_parser().error(f"path does not exist: {missing[0]}")
     unique = {os.path.realpath(f): f for f in reversed(found)}  # a file named twice is checked once
     files = [f for f in found if unique.get(os.path.realpath(f)) is f]
     host = HostCheck(list(args.tool_module))
     diagnostics: list[Diagnostic] = []
     sources: list[SourceFile] = []
     unreadable: list[str] = []
-    for path in files:
-        try:
-            checked = check_file(path)
-        except OSError as exc:
-            unreadable.append(f"luma check: error: cannot read {path}: {exc.strerror or exc}")
+
+    def host_needs_program(path: Path) -> bool:  # it has tool modules to be checked against
+        return bool(args.tool_module) or (path.parent / CONFIG_NAME).is_file()
+
+    for path, checked in check_files(files, keep_program=host_needs_program):
+        if isinstance(checked, OSError):
+            unreadable.append(f"luma check: error: cannot read {path}: "
+                              f"{checked.strerror or checked}")
             continue
         sources.append(checked.source)
         diagnostics += sorted(checked.diagnostics, key=lambda d: (d.span.start, d.span.end))

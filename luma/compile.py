@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,3 +65,55 @@ def find_luma_files(paths: list[str]) -> tuple[list[Path], list[str]]:
         else:
             missing.append(p)
     return found, missing
+
+
+# Below this many files a pool of processes costs more than it saves.
+PARALLEL_MIN_FILES = 24
+
+
+def check_files(paths: Sequence[Path], keep_program: Callable[[Path], bool] = lambda p: True,
+                jobs: int | None = None) -> Iterator[tuple[Path, CheckedFile | OSError]]:
+    """Check ``paths``; yield each path, in order, with its ``CheckedFile`` or the ``OSError``
+    that kept it from being read.
+
+    A result's program is None (as on a syntax error) when ``keep_program(path)`` is False: a
+    caller that does not need the AST says so, and the AST is then not sent back from a worker.
+    With ``PARALLEL_MIN_FILES`` files or more and more than one CPU, the files are checked by a
+    pool of forked worker processes, one per CPU (``jobs`` to choose); the results are the same,
+    in the same order, as checking them one by one here."""
+    workers = _usable_cpus() if jobs is None else jobs
+    workers = min(workers, len(paths) // (PARALLEL_MIN_FILES // 2))
+    if workers > 1 and len(paths) >= PARALLEL_MIN_FILES and _can_fork():
+        import multiprocessing
+
+        tasks = [(path, keep_program(path)) for path in paths]
+        chunk = max(1, min(64, len(tasks) // (workers * 8)))
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            yield from pool.imap(_check_one, tasks, chunksize=chunk)
+        return
+    for path in paths:
+        yield _check_one((path, keep_program(path)))
+
+
+def _check_one(task: tuple[Path, bool]) -> tuple[Path, CheckedFile | OSError]:
+    path, keep = task
+    try:
+        checked = check_file(path)
+    except OSError as exc:
+        return path, exc
+    if not keep:
+        checked.program = None
+    return path, checked
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _can_fork() -> bool:
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods()
