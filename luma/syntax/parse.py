@@ -118,7 +118,11 @@ def _alternation(names: tuple[str, ...]) -> str:
 # terminals that state accepts, keywords it does not accept lexed as NAME) finds the same token
 # whenever the tables say so (``tablegen._fast_kinds``); otherwise that lexer's own expression,
 # compiled on first use, decides.
-_MASTER = re.compile(_alternation(tables.MASTER)).match
+# A run of a skippable ignored terminal (spaces) before a token is taken with it: every state's
+# lexer would find that run, and ignore it, first (``tablegen._skippable_run``).
+_SKIPPED_RUN = (f"(?:{tables.TERMINALS[tables.SKIP_BEFORE_TOKEN]})?"
+                if tables.SKIP_BEFORE_TOKEN else "")
+_MASTER = re.compile(f"{_SKIPPED_RUN}(?:{_alternation(tables.MASTER)})").match
 _STATE_FAST: list[dict[str, str]] = [tables.LEXERS[i][2] for i in tables.STATE_LEXER]
 _STATE_KEYWORDS: list[frozenset[str]] = [
     frozenset(tables.LEXERS[i][1]) for i in tables.STATE_LEXER]
@@ -170,12 +174,13 @@ _UNIT_CHAINS: dict[tuple[int, int, str], int] = {}
 
 
 def _unit_chain(below: int, top: int, kind: str) -> int:
+    state = top
     while True:
-        action = tables.ACTIONS[top].get(kind)
+        action = tables.ACTIONS[state].get(kind)
         if action is None or action >= 0 or not _RULES[-1 - action][6]:
-            _UNIT_CHAINS[below, top, kind] = top
-            return top
-        top = tables.ACTIONS[below][_RULES[-1 - action][0]]
+            _UNIT_CHAINS[below, top, kind] = state
+            return state
+        state = tables.ACTIONS[below][_RULES[-1 - action][0]]
 
 
 def run_tables(text: str, file: str) -> ast.Program:
@@ -197,22 +202,27 @@ def run_tables(text: str, file: str) -> ast.Program:
     values: list[Any] = []
     brackets: list[str] = []  # the open brackets, for the newline rules
     last: str | None = None  # the kind of the last token given to the parser
+    kind: str
     pos, size = 0, len(text)
     while True:
         if pos < size:
             state = states[-1]
             m = master(text, pos)
-            kind = m.lastgroup if m is not None else None
-            hidden = state_fast[state].get(kind)  # type: ignore[arg-type]
-            if hidden is None or hidden and text[pos] in hidden:
+            if m is None:
                 kind, end = _state_lex(state, text, pos)
             else:
-                end = m.end()  # type: ignore[union-attr]
-                if kind == "NAME":
-                    keyword = keywords.get(text[pos:end])
-                    if keyword is not None and keyword in state_keywords[state]:
-                        kind = keyword
-            role = layout.get(kind)  # type: ignore[arg-type]
+                kind = m.lastgroup  # type: ignore[assignment]
+                pos = m.start(kind)
+                hidden = state_fast[state].get(kind)
+                if hidden is None or hidden and text[pos] in hidden:
+                    kind, end = _state_lex(state, text, pos)
+                else:
+                    end = m.end()
+                    if kind == "NAME":
+                        keyword = keywords.get(text[pos:end])
+                        if keyword is not None and keyword in state_keywords[state]:
+                            kind = keyword
+            role = layout.get(kind)
             if role is not None:
                 what, bracket = role
                 if what == _SKIP:
@@ -228,13 +238,13 @@ def run_tables(text: str, file: str) -> ast.Program:
                 elif brackets and brackets[-1] == bracket:
                     brackets.pop()
             last = kind
-            token: Any = Token(kind, text[pos:end], pos, end)  # type: ignore[arg-type]
+            token: Any = Token(kind, text[pos:end], pos, end)
             pos = end
         else:
             kind = "$END"
             token = None
         while True:
-            action = actions[states[-1]].get(kind)  # type: ignore[arg-type]
+            action = actions[states[-1]].get(kind)
             if action is None:
                 raise NoParse
             if action >= 0:
@@ -246,8 +256,8 @@ def run_tables(text: str, file: str) -> ast.Program:
             origin, length, function, include, append_none, expand1, unit = rules[-1 - action]
             if unit:
                 below, top = states[-2], states[-1]
-                chain = unit_chains.get((below, top, kind))  # type: ignore[arg-type]
-                states[-1] = _unit_chain(below, top, kind) if chain is None else chain  # type: ignore[arg-type]
+                chain = unit_chains.get((below, top, kind))
+                states[-1] = _unit_chain(below, top, kind) if chain is None else chain
                 continue
             if length:
                 children = values[-length:]

@@ -20,6 +20,7 @@ Regenerate after editing the grammar, and commit the result::
 from __future__ import annotations
 
 import hashlib
+import importlib
 import pprint
 import sys
 from pathlib import Path
@@ -147,12 +148,14 @@ def generate(grammar: str) -> str:
             lexers.append((key[0], key[1], _fast_kinds(key[0], root_order, terminals)))
         state_lexer.append(lexer_index[key])
 
+    skippable = _skippable_run(ignore, root_order, lexers, terminals)
     digest = hashlib.sha256(grammar.encode("utf-8")).hexdigest()
     data = {
         "TERMINALS": {n: terminals[n].pattern.to_regexp() for n in sorted(terminals)},
         "MASTER": root_order,
         "KEYWORDS": dict(sorted(keywords.items())),
         "IGNORE": ignore,
+        "SKIP_BEFORE_TOKEN": skippable,
         "LEXERS": tuple(lexers),
         "STATE_LEXER": tuple(state_lexer),
         "START": 0,
@@ -200,6 +203,84 @@ def _fast_kinds(order: tuple[str, ...], root_order: tuple[str, ...],
         else:
             break  # a regex the master does not try: nothing after it is decided alone
     return fast
+
+
+def _skippable_run(ignore: tuple[str, ...], root_order: tuple[str, ...],
+                   lexers: list[tuple[tuple[str, ...], tuple[str, ...], dict[str, str]]],
+                   terminals: dict[str, Any]) -> str | None:
+    """An ignored terminal that is a run of characters (``WS: /[ \\t]+/``) which every state's
+    lexer finds wherever one of those characters is, nothing before it in any lexer's order
+    being able to start with one: the parser may skip such a run before lexing a token."""
+    from lark.lexer import PatternStr
+
+    sre = importlib.import_module("re._parser")  # the regex parser of the re module
+
+    for name in ignore:
+        parsed = list(sre.parse(terminals[name].pattern.to_regexp()))
+        if len(parsed) != 1 or parsed[0][0] is not sre.MAX_REPEAT:
+            continue
+        low, _, body = parsed[0][1]
+        chars, nullable = _first_chars(list(body))
+        if low != 1 or chars is None or nullable or len(body) != 1 or body[0][0] is not sre.IN:
+            continue
+        if not all(name in order and fast.get(name) == "" for order, _, fast in lexers):
+            continue
+        before = root_order[:root_order.index(name)]
+        hidden = {terminals[k].pattern.value for k in terminals
+                  if k not in root_order and isinstance(terminals[k].pattern, PatternStr)}
+        if all((f := _first_chars(list(sre.parse(terminals[t].pattern.to_regexp())))[0])
+               is not None and not f & chars for t in before) \
+                and not any(ord(h[0]) in chars for h in hidden if h):
+            return name
+    return None
+
+
+def _first_chars(items: list[Any]) -> tuple[set[int] | None, bool]:
+    """The characters a match of a parsed regex can start with (None: cannot tell), and
+    whether it can match the empty string."""
+    sre = importlib.import_module("re._parser")
+    firsts: set[int] = set()
+    for op, av in items:
+        if op is sre.LITERAL:
+            chars, nullable = {av}, False
+        elif op is sre.IN:
+            chars = set()
+            for o, a in av:
+                if o is sre.LITERAL:
+                    chars.add(a)
+                elif o is sre.RANGE:
+                    chars |= set(range(a[0], a[1] + 1))
+                else:
+                    return None, False  # a negated set or a category: anything
+            nullable = False
+        elif op is sre.SUBPATTERN:
+            if av[1] & sre.SRE_FLAG_IGNORECASE:
+                return None, False
+            chars_or_none, nullable = _first_chars(list(av[3]))
+            if chars_or_none is None:
+                return None, False
+            chars = chars_or_none
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+            chars_or_none, nullable = _first_chars(list(av[2]))
+            if chars_or_none is None:
+                return None, False
+            chars, nullable = chars_or_none, nullable or av[0] == 0
+        elif op is sre.BRANCH:
+            chars, nullable = set(), False
+            for branch in av[1]:
+                c, n = _first_chars(list(branch))
+                if c is None:
+                    return None, False
+                chars |= c
+                nullable = nullable or n
+        elif op in (sre.ASSERT, sre.ASSERT_NOT, sre.AT):
+            chars, nullable = set(), True  # zero-width: consumes nothing
+        else:
+            return None, False
+        firsts |= chars
+        if not nullable:
+            return firsts, False
+    return firsts, True
 
 
 def main(argv: list[str]) -> int:

@@ -112,6 +112,7 @@ KEYWORDS = {'agent': 'AGENT',
  'try': 'TRY',
  'using': '_USING'}
 IGNORE = ('BLOCK_COMMENT', 'LINE_COMMENT', 'WS')
+SKIP_BEFORE_TOKEN = 'WS'
 LEXERS = (
     (('FLOAT', 'LONG_STRING', 'NAME', 'STRING', 'BLOCK_COMMENT', '_NL', 'LINE_COMMENT', 'INT', 'WS', 'LBRACE', 'LPAR', 'LSQB', 'MINUS'), ('AGENT', 'ASK', 'FALSE', 'FOR', 'IF', 'MODEL', 'NOT', 'NULL', 'RETURN', 'SCHEMA', 'THROW', 'TOOL', 'TRUE', 'TRY'), {'FLOAT': '', 'LONG_STRING': '', 'NAME': '', 'STRING': '', 'BLOCK_COMMENT': '', '_NL': '', 'LINE_COMMENT': '', 'INT': '', 'WS': '', 'LBRACE': '', 'LPAR': '', 'LSQB': '', 'MINUS': ''}),
     (('NAME', 'BLOCK_COMMENT', '_NL', 'LINE_COMMENT', 'WS'), (), {'NAME': '', 'BLOCK_COMMENT': '', '_NL': '', 'LINE_COMMENT': '', 'WS': ''}),
