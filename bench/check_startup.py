@@ -31,8 +31,6 @@ schema Order {
   note?: string
 }
 
-schema Stats { words: int, characters: int }
-
 tool read_order(id: string) -> Order {
   description: "Read one order by id."
   side_effects: "read"

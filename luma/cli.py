@@ -36,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        return _dispatch(args)
+        return _dispatch(args, whole_process=argv is None)
     except KeyboardInterrupt:
         print("luma: interrupted", file=sys.stderr)
         return 130
@@ -52,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
 
 
-def _dispatch(args: list[str]) -> int:
+def _dispatch(args: list[str], whole_process: bool = False) -> int:
     if not args:
         sys.stderr.write(_top_usage() + "\n" + _COMMANDS)
         return EXIT_USAGE
@@ -66,7 +66,7 @@ def _dispatch(args: list[str]) -> int:
         sys.stdout.write(f"luma {__version__}\n")
         return EXIT_OK
     if first == "check":
-        return check_command(args[1:])
+        return check_command(args[1:], whole_process=whole_process)
     if first == "export":
         return export_command(args[1:])
     if first == "run":
@@ -107,9 +107,10 @@ def _plain_check_args(argv: Sequence[str]) -> argparse.Namespace | None:
                               color="auto")
 
 
-def check_command(argv: Sequence[str]) -> int:
+def check_command(argv: Sequence[str], whole_process: bool = False) -> int:
     """``luma check``: exit 0 clean (warnings allowed), 1 on an error (or a warning with
-    ``--strict``), 2 on a usage error."""
+    ``--strict``), 2 on a usage error. ``whole_process``: this command is the process (not a
+    call from a program that goes on after it)."""
     args = _plain_check_args(argv)
     if args is None:
         args = _check_parser().parse_intermixed_args(list(argv))
@@ -121,6 +122,7 @@ def check_command(argv: Sequence[str]) -> int:
         if not os.path.isfile(path):
             _check_parser().error(f"tool module is not a file: {path}")
 
+    import gc
     from pathlib import Path
 
     from luma.check.host import CONFIG_NAME, HostCheck
@@ -128,6 +130,9 @@ def check_command(argv: Sequence[str]) -> int:
     from luma.syntax.diagnostics import Diagnostic
     from luma.syntax.render import render, source_lookup
     from luma.syntax.source import SourceFile
+
+    if whole_process:
+        gc.freeze()  # what the imports made lives until exit: no collection need look at it again
 
     found, missing = find_luma_files(paths)
     if missing:  # vanished since the check above

@@ -135,3 +135,14 @@ def test_plain_paths_are_read_as_the_parser_reads_them(argv: list[str]) -> None:
 ])
 def test_anything_else_goes_to_the_parser(argv: list[str]) -> None:
     assert cli._plain_check_args(argv) is None
+
+
+def test_a_check_called_in_process_leaves_the_collector_alone(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import gc
+
+    (tmp_path / "a.luma").write_text("x = 1\n", encoding="utf-8")
+    frozen = gc.get_freeze_count()
+    assert cli.main(["check", str(tmp_path / "a.luma")]) == 0
+    assert gc.get_freeze_count() == frozen  # only `luma check` as the process freezes
+    assert capsys.readouterr().err == "checked 1 file: no problems\n"
