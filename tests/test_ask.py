@@ -252,6 +252,23 @@ def test_reads_run_concurrently_up_to_the_limit_and_writes_after_them_in_order(t
         for i, t in enumerate("abcdef", start=1)]
 
 
+def test_sync_read_handlers_of_one_turn_really_run_side_by_side(tmp_path):
+    import threading
+
+    # Each handler waits until the other has started: this only finishes when both run at once.
+    barrier = threading.Barrier(2, timeout=10)
+
+    def meet(input):
+        barrier.wait()
+        return {"text": input["text"]}
+
+    source = SCHEMAS + GAUGED + agent(tools="[r1, r2]", config="tool_concurrency: 2")
+    s = setup(source, tmp_path, handlers={"r1": meet, "r2": meet},
+              turns=[calls(("r1", {"text": "a"}), ("r2", {"text": "b"})), {"content": ANSWER}])
+    assert s.run() == ANSWER
+    assert [e["outcome"] for e in s.events("tool.call")] == ["ok", "ok"]
+
+
 def test_one_read_at_a_time_by_default(tmp_path):
     gauge = T.Gauge()
     handlers = {"r1": gauge.handler("r1", 0.01), "r2": gauge.handler("r2", 0.01)}

@@ -48,8 +48,12 @@ class HandlerInvoker:
         self.call: Callable[[Any, Signal | None, Any], Any] = _caller(handler, positional,
                                                                       keyword)
 
-    async def run(self, value: Any, needs: Any, timeout_s: float | None) -> Any:
+    async def run(self, value: Any, needs: Any, timeout_s: float | None, *,
+                  threaded: bool = False) -> Any:
         """Call the handler (awaiting it if it is async) within ``timeout_s`` seconds.
+
+        ``threaded`` runs a sync handler in a worker thread even without a timeout, so that
+        calls the model made in one turn really run side by side.
 
         Raises whatever the handler raises, or :class:`HandlerTimeout`. If the calling task is
         cancelled, the Signal fires with reason ``"cancelled"`` and the cancellation goes on.
@@ -59,6 +63,8 @@ class HandlerInvoker:
             if self.is_async:
                 return await self._async_with_timeout(value, signal, needs, timeout_s)
             return await self._thread_with_timeout(value, signal, needs, timeout_s)
+        if not self.is_async and threaded:
+            return await self._thread_with_timeout(value, signal, needs, None)
         if not self.is_async:
             result = self.call(value, signal, needs)
             return await result if inspect.isawaitable(result) else result
@@ -86,7 +92,7 @@ class HandlerInvoker:
         return task.result()
 
     async def _thread_with_timeout(self, value: Any, signal: Signal | None, needs: Any,
-                                   timeout_s: float) -> Any:
+                                   timeout_s: float | None) -> Any:
         loop = asyncio.get_running_loop()
         landed: asyncio.Future[tuple[bool, Any]] = loop.create_future()
         context = contextvars.copy_context()
@@ -103,7 +109,7 @@ class HandlerInvoker:
                 pass  # the loop has closed: the late outcome is discarded
 
         threading.Thread(target=work, name=f"luma-tool-{self.name}", daemon=True).start()
-        deadline = loop.time() + timeout_s
+        deadline = None if timeout_s is None else loop.time() + timeout_s
         try:
             done, _ = await asyncio.wait((landed,), timeout=timeout_s)
         except asyncio.CancelledError:
@@ -118,11 +124,12 @@ class HandlerInvoker:
         if not ok:
             raise result
         if inspect.isawaitable(result):  # a sync callable that returned an awaitable
-            return await self._async_result(result, signal, max(deadline - loop.time(), 0.0))
+            left = None if deadline is None else max(deadline - loop.time(), 0.0)
+            return await self._async_result(result, signal, left)
         return result
 
     async def _async_result(self, awaitable: Any, signal: Signal | None,
-                            timeout_s: float) -> Any:
+                            timeout_s: float | None) -> Any:
         task = asyncio.ensure_future(awaitable)
         done, _ = await asyncio.wait((task,), timeout=timeout_s)
         if not done:

@@ -90,7 +90,7 @@ class ToolPipeline:
         """Run one tool call through steps 1–12; return the validated result or raise
         :class:`LumaError`. A ``tool.call`` telemetry event is emitted either way."""
         started = perf_counter()
-        stats = _Stats()
+        stats = _Stats(threaded=ctx.mode == "native")
         agent = ctx.agent
         try:
             method = ctx.method
@@ -199,13 +199,14 @@ class ToolPipeline:
             if limit is not None:
                 await limit.acquire()  # tool_module_policy.max_concurrency of the module
             try:
-                if plan.timeout_s is None and not invoker.is_async:
+                if plan.timeout_s is None and not invoker.is_async and not stats.threaded:
                     raw = invoker.call(value, Signal() if invoker.wants_signal else None,
                                        needs)
                     if type(raw) is not dict and hasattr(raw, "__await__"):
                         raw = await raw
                 else:
-                    raw = await invoker.run(value, needs, plan.timeout_s)
+                    raw = await invoker.run(value, needs, plan.timeout_s,
+                                            threaded=stats.threaded)
                 break
             except HandlerTimeout:
                 err = LumaError(TOOL_TIMEOUT, f"Tool '{tool.name}' timed out after "
@@ -471,9 +472,10 @@ class _CallPlan:
 class _Stats:
     """What one call did, for its telemetry event and the circuit breaker."""
 
-    __slots__ = ("attempts", "cache", "shared", "replayed", "counts", "traceback")
+    __slots__ = ("attempts", "cache", "shared", "replayed", "counts", "traceback", "threaded")
 
-    def __init__(self) -> None:
+    def __init__(self, threaded: bool = False) -> None:
+        self.threaded = threaded  # native calls: sync handlers in worker threads, side by side
         self.attempts = 0
         self.cache = CACHE_OFF
         self.shared = False
