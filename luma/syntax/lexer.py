@@ -3,12 +3,15 @@
 Lark hands us every ``_NL`` token; we drop those that cannot be separators (LANGUAGE.md §1,
 "Lines") and remember, for each open bracket, what it belongs to, so that syntax errors can
 say "in the fields of schema 'Order'" instead of naming a parser state.
+
+The parser proper (``parse.run_tables``) applies the same rules inline, with the same
+``CONTINUES_AFTER``; this class runs when Lark parses a program again to describe its syntax
+error. A change to the rules goes in both places (the parser tests compare the two).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 # A line that ends with one of these continues on the next.
@@ -25,15 +28,22 @@ _VALUE_PREFIX = frozenset({"EQUAL", "COLON", "COMMA", "LPAR", "LSQB", "LBRACE", 
                            "AT"})
 
 
-@dataclass(slots=True)
 class Frame:
     """An open bracket: which one, what it belongs to (``schema``, ``fn``, ``object`` …) and the
-    name of its owner when there is one."""
+    name of its owner when there is one. (A plain class: a dataclass costs its compilation at
+    every start, and frames are only made to describe a syntax error.)"""
 
-    bracket: str
-    owner: str
-    owner_name: str | None
-    start: int
+    __slots__ = ("bracket", "owner", "owner_name", "start")
+
+    def __init__(self, bracket: str, owner: str, owner_name: str | None, start: int) -> None:
+        self.bracket = bracket
+        self.owner = owner
+        self.owner_name = owner_name
+        self.start = start
+
+    def __repr__(self) -> str:
+        return (f"Frame(bracket={self.bracket!r}, owner={self.owner!r}, "
+                f"owner_name={self.owner_name!r}, start={self.start!r})")
 
 
 class NewlinePostLexer:
