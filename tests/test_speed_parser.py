@@ -201,3 +201,18 @@ def test_a_syntax_error_is_described_by_lark() -> None:
     program, diagnostics = parse_text("schema S {\n  a int\n}", "s.luma")
     assert program is None
     assert [d.message for d in diagnostics] == ["expected ':' after the field name 'a'"]
+
+
+def test_the_wheel_lists_every_package_and_the_grammar() -> None:
+    """pyproject lists the packages (the grammar's lives outside luma/, where a find would miss
+    it): every package of the source tree, and the grammar with its .lark file."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]
+    packages = set(config["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts)
+             for p in (ROOT / "luma").rglob("__init__.py")}
+    assert packages == found | {"luma.grammar"}
+    assert config["setuptools"]["package-dir"]["luma.grammar"] == "grammar"
+    assert config["setuptools"]["package-data"]["luma.grammar"] == ["*.lark"]
+    assert (ROOT / "grammar" / "__init__.py").is_file()
