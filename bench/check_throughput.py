@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402
 
-SERIAL = ("import sys; import luma.compile as c; c.PARALLEL_MIN_FILES = 10**9; "
+SERIAL = ("import sys; import luma.compile as c; c.PARALLEL_MIN_BYTES = 10**12; "
           "from luma.cli import main; sys.exit(main(sys.argv[1:]))")
 
 

@@ -67,8 +67,9 @@ def find_luma_files(paths: list[str]) -> tuple[list[Path], list[str]]:
     return found, missing
 
 
-# Below this many files a pool of processes costs more than it saves.
-PARALLEL_MIN_FILES = 24
+# A pool of worker processes costs some 50-70 ms of CPU to start (importing multiprocessing,
+# forking, the workers' first files): below this much source it costs more than it saves.
+PARALLEL_MIN_BYTES = 256 * 1024
 
 
 def check_files(paths: Sequence[Path], keep_program: Callable[[Path], bool] = lambda p: True,
@@ -78,12 +79,11 @@ def check_files(paths: Sequence[Path], keep_program: Callable[[Path], bool] = la
 
     A result's program is None (as on a syntax error) when ``keep_program(path)`` is False: a
     caller that does not need the AST says so, and the AST is then not sent back from a worker.
-    With ``PARALLEL_MIN_FILES`` files or more and more than one CPU, the files are checked by a
-    pool of forked worker processes, one per CPU (``jobs`` to choose); the results are the same,
-    in the same order, as checking them one by one here."""
-    workers = _usable_cpus() if jobs is None else jobs
-    workers = min(workers, len(paths) // (PARALLEL_MIN_FILES // 2))
-    if workers > 1 and len(paths) >= PARALLEL_MIN_FILES and _can_fork():
+    With ``PARALLEL_MIN_BYTES`` of source or more and more than one CPU, the files are checked
+    by a pool of forked worker processes, one per CPU (``jobs`` to choose); the results are the
+    same, in the same order, as checking them one by one here."""
+    workers = min(_usable_cpus() if jobs is None else jobs, len(paths) // 2)
+    if workers > 1 and _can_fork() and _total_size(paths) >= PARALLEL_MIN_BYTES:
         import multiprocessing
 
         tasks = [(path, keep_program(path)) for path in paths]
@@ -93,6 +93,18 @@ def check_files(paths: Sequence[Path], keep_program: Callable[[Path], bool] = la
         return
     for path in paths:
         yield _check_one((path, keep_program(path)))
+
+
+def _total_size(paths: Sequence[Path]) -> int:
+    total = 0
+    for path in paths:
+        try:
+            total += os.path.getsize(path)
+        except OSError:
+            pass  # reported when it is read
+        if total >= PARALLEL_MIN_BYTES:
+            break
+    return total
 
 
 def _check_one(task: tuple[Path, bool]) -> tuple[Path, CheckedFile | OSError]:

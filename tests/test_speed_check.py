@@ -38,7 +38,6 @@ def project(tmp_path: Path) -> Path:
     (tools / "tools.py").write_text(TOOLS, encoding="utf-8")
     (tools / "luma.config.json").write_text('{"tool_modules": ["./tools.py"]}', encoding="utf-8")
     (tools / "calc.luma").write_text(PROGRAM_WITH_TOOLS, encoding="utf-8")
-    assert len(list(tmp_path.rglob("*.luma"))) >= compile.PARALLEL_MIN_FILES
     return tmp_path
 
 
@@ -56,8 +55,9 @@ def run_check(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str
         m.setattr(multiprocessing.context.BaseContext, "Pool", counting_pool)
         if parallel:
             m.setattr(compile, "_usable_cpus", lambda: 3)
+            m.setattr(compile, "PARALLEL_MIN_BYTES", 0)
         else:
-            m.setattr(compile, "PARALLEL_MIN_FILES", 10**9)
+            m.setattr(compile, "PARALLEL_MIN_BYTES", 10**12)
         code = cli.main(["check", *argv])
     out = capsys.readouterr()
     return code, out.out, out.err, len(pools)
@@ -99,7 +99,9 @@ def test_an_unreadable_file_is_reported_in_order(
         in serial[2]
 
 
-def test_check_files_keeps_programs_only_where_asked(project: Path) -> None:
+def test_check_files_keeps_programs_only_where_asked(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compile, "PARALLEL_MIN_BYTES", 0)
     paths = sorted(project.rglob("*.luma"))
     keep = {p for p in paths if p.parent.name == "with_tools"}
     for jobs in (1, 2):
@@ -113,12 +115,13 @@ def test_check_files_keeps_programs_only_where_asked(project: Path) -> None:
                 assert checked.program is None
 
 
-def test_few_files_are_checked_here(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_little_source_is_checked_here(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def no_pool(*args: Any, **kw: Any) -> Any:
-        raise AssertionError("a pool for a few files")
+        raise AssertionError("a pool for a little source")
 
     monkeypatch.setattr(multiprocessing.context.BaseContext, "Pool", no_pool)
-    paths = sorted(project.rglob("*.luma"))[: compile.PARALLEL_MIN_FILES - 1]
+    paths = sorted(project.rglob("*.luma"))
+    assert sum(p.stat().st_size for p in paths) < compile.PARALLEL_MIN_BYTES
     results = list(compile.check_files(paths, keep_program=lambda p: True, jobs=4))
     assert [p for p, _ in results] == paths
 
