@@ -3,9 +3,15 @@
 ``dataclass`` writes each class's ``__init__``, ``__repr__``, ``__eq__``, ``__hash__``,
 ``__setattr__`` and ``__delattr__`` as source text and compiles it with ``exec`` when the class
 is created, on every start of the program: for the forty-odd AST classes that was the largest
-single cost of starting ``luma check``. The same methods are generated once, ahead of time,
-into ``luma/syntax/node_methods.py`` (``python -m luma.syntax.nodegen``), which Python
-compiles to bytecode once like any module. This decorator puts them on the class.
+single cost of starting ``luma check``. The methods written out for each class's fields
+(``__init__``, ``__repr__``, ``__eq__``, ``__hash__``) are generated once, ahead of time, into
+``luma/syntax/node_methods.py`` (``python -m luma.syntax.nodegen``), which Python compiles to
+bytecode once like any module; the rest (refusing ``__setattr__`` and ``__delattr__``, pickling)
+are closures made here. This decorator puts them on the class.
+
+One difference, on purpose: setting an attribute that is not a field raises
+``FrozenInstanceError`` as on any frozen dataclass, where Python 3.11's slotted one raises a
+``TypeError`` from ``super()`` (its ``__setattr__`` refers to the class before slots).
 
 The result is a dataclass in every way the ``dataclasses`` module looks at one:
 ``is_dataclass``, ``fields``, ``replace``, ``asdict`` and ``astuple`` work, with the same fields,
@@ -59,11 +65,37 @@ def node(cls: type[T]) -> type[T]:
     metaclass: Any = type(cls)
     new: type[T] = metaclass(name, cls.__bases__, namespace)
     new.__qualname__ = cls.__qualname__
-    methods: dict[str, Any] = make_methods(new)
+    methods: dict[str, Any] = {**make_methods(new), **_frozen_methods(new, tuple(annotations))}
     for method_name, method in methods.items():
         method.__qualname__ = f"{new.__qualname__}.{method_name}"
         setattr(new, method_name, method)
     return new
+
+
+def _frozen_methods(cls: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    """``__setattr__`` and ``__delattr__`` that refuse, and ``__getstate__`` and
+    ``__setstate__`` for pickling and copying, as ``dataclass`` gives a frozen slotted class."""
+    setters = [getattr(cls, n).__set__ for n in names]
+
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in names:
+            raise frozen_error("assign to", name)
+        super(cls, self).__setattr__(name, value)
+
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in names:
+            raise frozen_error("delete", name)
+        super(cls, self).__delattr__(name)
+
+    def __getstate__(self: Any) -> list[Any]:
+        return [getattr(self, n) for n in names]
+
+    def __setstate__(self: Any, state: list[Any]) -> None:
+        for set_field, value in zip(setters, state):
+            set_field(self, value)
+
+    return {"__setattr__": __setattr__, "__delattr__": __delattr__,
+            "__getstate__": __getstate__, "__setstate__": __setstate__}
 
 
 def _signature(annotations: dict[str, Any], defaults: dict[str, Any]) -> tuple[Any, ...]:
