@@ -7,10 +7,11 @@ the script records the wall time and the CPU time (user + system, of the process
 processes it waited for). It reports the medians and lines per second.
 
     .venv/bin/python -m compileall -q luma
-    .venv/bin/python bench/check_throughput.py [--lines 100000] [--runs 3] [--serial]
+    .venv/bin/python bench/check_throughput.py [--lines 100000] [--runs 3] [--workers N]
 
-``luma check`` shares a folder of many files among worker processes, one per CPU; ``--serial``
-runs it with the pool threshold raised out of reach, to see one process alone.
+``luma check`` shares a folder of much source among worker processes, one per idle CPU (the
+usable CPUs less the load average's share); ``--workers N`` runs it with that number fixed
+(1: one process alone).
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402
 
-SERIAL = ("import sys; import luma.compile as c; c.PARALLEL_MIN_BYTES = 10**12; "
-          "from luma.cli import main; sys.exit(main(sys.argv[1:]))")
+FIXED = ("import sys; import luma.compile as c; c._idle_cpus = lambda: {workers}; "
+         "from luma.cli import main; sys.exit(main(sys.argv[1:]))")
 
 
 def run_once(argv: list[str]) -> tuple[float, float, int, str]:
@@ -49,14 +50,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=100_000, help="corpus size (default 100000)")
     parser.add_argument("--runs", type=int, default=3, help="runs (default 3)")
-    parser.add_argument("--serial", action="store_true", help="one process, no worker pool")
+    parser.add_argument("--workers", type=int, help="processes to use (default: as luma check "
+                                                    "decides; 1: one process)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "corpus"
         lines = corpus.generate(folder, args.lines)
         files = len(list(folder.glob("*.luma")))
-        prefix = [sys.executable, "-c", SERIAL] if args.serial else [sys.executable, "-m", "luma"]
+        prefix = [sys.executable, "-m", "luma"] if args.workers is None else \
+            [sys.executable, "-c", FIXED.format(workers=args.workers)]
         argv = [*prefix, "check", str(folder)]
         load = os.getloadavg()
         walls, cpus = [], []
@@ -72,8 +75,11 @@ def main() -> int:
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, after: "
           + " ".join(f"{x:.2f}" for x in os.getloadavg()))
     print(f"corpus: {lines} lines in {files} files; luma check says: {last}")
-    print(f"mode: {'one process' if args.serial else 'default (worker pool for many files)'}, "
-          f"runs: {args.runs}")
+    from luma.compile import _idle_cpus
+
+    chosen = f"as luma check decides (idle CPUs now: {_idle_cpus()})" if args.workers is None \
+        else f"{args.workers} fixed"
+    print(f"workers: {chosen}, runs: {args.runs}")
     wall, cpu = statistics.median(walls), statistics.median(cpus)
     print(f"wall median {wall:.2f} s (min {min(walls):.2f}, max {max(walls):.2f})   "
           f"CPU median {cpu:.2f} s (min {min(cpus):.2f}, max {max(cpus):.2f})")

@@ -79,10 +79,10 @@ def check_files(paths: Sequence[Path], keep_program: Callable[[Path], bool] = la
 
     A result's program is None (as on a syntax error) when ``keep_program(path)`` is False: a
     caller that does not need the AST says so, and the AST is then not sent back from a worker.
-    With ``PARALLEL_MIN_BYTES`` of source or more and more than one CPU, the files are checked
-    by a pool of forked worker processes, one per CPU (``jobs`` to choose); the results are the
-    same, in the same order, as checking them one by one here."""
-    workers = min(_usable_cpus() if jobs is None else jobs, len(paths) // 2)
+    With ``PARALLEL_MIN_BYTES`` of source or more and more than one idle CPU, the files are
+    checked by a pool of forked worker processes, one per idle CPU (``jobs`` to choose); the
+    results are the same, in the same order, as checking them one by one here."""
+    workers = min(_idle_cpus() if jobs is None else jobs, len(paths) // 2)
     if workers > 1 and _can_fork() and _total_size(paths) >= PARALLEL_MIN_BYTES:
         import multiprocessing
 
@@ -116,6 +116,18 @@ def _check_one(task: tuple[Path, bool]) -> tuple[Path, CheckedFile | OSError]:
     if not keep:
         checked.program = None
     return path, checked
+
+
+def _idle_cpus() -> int:
+    """The CPUs this process may use, less the share other jobs keep busy (the load average,
+    over all the machine's CPUs): on a busy machine more workers only add their start-up and
+    get no more CPU."""
+    cpus = _usable_cpus()
+    try:
+        busy = os.getloadavg()[0] / (os.cpu_count() or cpus)
+    except (AttributeError, OSError):
+        return cpus
+    return max(1, min(cpus, int(cpus * (1 - busy) + 0.5)))
 
 
 def _usable_cpus() -> int:

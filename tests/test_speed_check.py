@@ -54,7 +54,7 @@ def run_check(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str
     with monkeypatch.context() as m:
         m.setattr(multiprocessing.context.BaseContext, "Pool", counting_pool)
         if parallel:
-            m.setattr(compile, "_usable_cpus", lambda: 3)
+            m.setattr(compile, "_idle_cpus", lambda: 3)
             m.setattr(compile, "PARALLEL_MIN_BYTES", 0)
         else:
             m.setattr(compile, "PARALLEL_MIN_BYTES", 10**12)
@@ -149,3 +149,17 @@ def test_a_check_called_in_process_leaves_the_collector_alone(
     assert cli.main(["check", str(tmp_path / "a.luma")]) == 0
     assert gc.get_freeze_count() == frozen  # only `luma check` as the process freezes
     assert capsys.readouterr().err == "checked 1 file: no problems\n"
+
+
+@pytest.mark.parametrize(("cpus", "machine", "load", "workers"), [
+    (2, 2, 0.1, 2), (2, 2, 0.6, 1), (2, 2, 3.5, 1), (8, 8, 2.2, 6), (8, 8, 0.0, 8),
+    (1, 1, 0.0, 1), (2, 64, 10.0, 2), (2, 64, 40.0, 1),
+])
+def test_workers_are_the_idle_cpus(monkeypatch: pytest.MonkeyPatch, cpus: int, machine: int,
+                                   load: float, workers: int) -> None:
+    import os
+
+    monkeypatch.setattr(compile, "_usable_cpus", lambda: cpus)
+    monkeypatch.setattr(os, "cpu_count", lambda: machine)
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    assert compile._idle_cpus() == workers
