@@ -75,9 +75,13 @@ def main() -> int:
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, after: "
           + " ".join(f"{x:.2f}" for x in os.getloadavg()))
     print(f"corpus: {lines} lines in {files} files; luma check says: {last}")
-    from luma.compile import _idle_cpus
+    try:
+        from luma.compile import _idle_cpus
 
-    chosen = f"as luma check decides (idle CPUs now: {_idle_cpus()})" if args.workers is None \
+        idle = str(_idle_cpus())
+    except ImportError:  # a luma without a worker pool
+        idle = "no pool"
+    chosen = f"as luma check decides (idle CPUs now: {idle})" if args.workers is None \
         else f"{args.workers} fixed"
     print(f"workers: {chosen}, runs: {args.runs}")
     wall, cpu = statistics.median(walls), statistics.median(cpus)
