@@ -34,3 +34,7 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+.PHONY: bench-native
+bench-native: $(STAMP)
+	$(BIN)/python bench/native_tool_loop.py
