@@ -328,6 +328,7 @@ def export_command(argv: Sequence[str]) -> int:
         return EXIT_USAGE
     from luma.models.export import export_tool_declarations
 
+    assert checked.program is not None  # it compiled
     try:
         declarations = export_tool_declarations(checked.program, args.provider, args.agent)
     except LumaError as exc:
