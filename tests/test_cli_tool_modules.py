@@ -263,3 +263,30 @@ def test_config_tool_modules_resolves_against_the_config_folder(tmp_path: Path) 
         ("./t.py", tmp_path / "sub" / "t.py", "tool_modules[0]"),
         ("lib/u.py", tmp_path / "sub" / "lib" / "u.py", "tool_modules[1]"),
     ]
+
+
+def test_check_applies_the_manifest_before_any_module_code_runs(tmp_path: Path) -> None:
+    import base64
+    import hashlib
+
+    marker = tmp_path / "ran.txt"
+    module = tmp_path / "tools.py"
+    module.write_text(f"open({str(marker)!r}, 'w').write('ran')\n"
+                      "def calculate(input):\n    return {'result': 1}\n")
+    wrong = "sha256-" + base64.b64encode(hashlib.sha256(b"something else").digest()).decode()
+    actual = "sha256-" + base64.b64encode(hashlib.sha256(module.read_bytes()).digest()).decode()
+    (tmp_path / "luma.config.json").write_text(json.dumps(
+        {"tool_modules": [{"path": "./tools.py", "integrity": wrong}]}))
+    (tmp_path / "prog.luma").write_text(
+        'schema R { result: float }\ntool calculate() -> R { description: "d" }\n'
+        'x = tool calculate({})\n')
+    r = luma("check", "prog.luma", cwd=tmp_path)
+    assert r.code == 1
+    assert (f"error[E041]: Tool module './tools.py' (tool_modules[0]) does not match its "
+            f"integrity: the manifest says {wrong}, the file is {actual}.") in r.stderr
+    assert not marker.exists()  # refused before its code ran
+    (tmp_path / "luma.config.json").write_text(json.dumps(
+        {"tool_modules": [{"path": "./tools.py", "integrity": actual}]}))
+    r = luma("check", "prog.luma", cwd=tmp_path)
+    assert r.code == 0, r.stderr
+    assert marker.exists()

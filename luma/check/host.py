@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from luma.syntax import ast
 from luma.syntax.diagnostics import Diagnostic
@@ -28,6 +28,8 @@ class _ConfigEntry:
     path: Path  # resolved against the config's folder
     key: str  # tool_modules[i]
     span: Span  # the entry in the config file
+    manifest: Any = None  # the validated manifest: integrity, dependencies, ...
+    policy: Any = None  # the config's tool_module_policy
 
 
 @dataclass(slots=True)
@@ -97,6 +99,18 @@ class HostCheck:
             self._report(out, "E041", f"Tool module '{entry.written}' ({entry.key}) does not "
                          "exist.", entry.span,
                          hint=f"tool_modules paths are relative to {CONFIG_NAME}'s folder")
+        elif entry is not None and entry.manifest is not None:
+            # A module is loaded for a check as it would be for a run: the manifest's path,
+            # version, integrity (before any of its code runs) and the sandbox policy apply.
+            from luma.runtime.manifests import load_requested, resolve_manifest
+
+            project = Path(entry.span.file).resolve().parent  # the config's (program's) folder
+            try:
+                request = resolve_manifest(entry.manifest, entry.key, project)
+                module = load_requested(request, project, entry.policy)
+            except ToolModuleError as exc:
+                span = entry.span if exc.line is None else self._span_at(exc.path, exc.line)
+                self._report(out, "E041", exc.message, span)
         else:
             try:
                 module = load_tool_module(path)
@@ -121,10 +135,29 @@ class HostCheck:
                          self._span_at(exc.path, exc.line, exc.column))
             return None
         source = self._source(str(config))
-        result = [_ConfigEntry(e.written, e.path, e.key, self._entry_span(source, e.written))
-                  for e in entries]
+        manifests, policy = self._manifests(config, out) if entries else ([], None)
+        if manifests is None:
+            self._configs[key] = None
+            return None
+        result = [_ConfigEntry(e.written, e.path, e.key, self._entry_span(source, e.written),
+                               manifests[i] if i < len(manifests) else None, policy)
+                  for i, e in enumerate(entries)]
         self._configs[key] = result
         return result
+
+    def _manifests(self, config: Path, out: list[Diagnostic]) -> tuple[list[Any] | None, Any]:
+        """The config's manifests and policy, validated as a run validates them; a config a run
+        would refuse is reported (E042) and its modules are not loaded."""
+        from luma.runtime.config import ConfigError, load_config
+
+        try:
+            parsed = load_config(config)
+        except ConfigError as exc:
+            self._report(out, "E042", f"{CONFIG_NAME}: {exc.messages[0]}",
+                         self._span_at(str(config), 1),
+                         hint="; ".join(exc.messages[1:]) or None)
+            return None, None
+        return parsed.module_manifests(), parsed.tool_module_policy
 
     def _report(self, out: list[Diagnostic], code: str, message: str, span: Span,
                 hint: str | None = None) -> None:

@@ -157,7 +157,7 @@ def load_config(path: str | Path) -> LumaConfig:
     """Read and validate a config file; raises :class:`ConfigError` with located messages."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")  # a byte order mark is not an error
     except OSError as exc:
         raise ConfigError(str(p), [f"cannot read the config file: {exc.strerror or exc}"]) from None
     try:
