@@ -38,7 +38,6 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 COOKBOOK = ROOT / "examples" / "cookbook"
 USER_DOCS = ("language.md", "cli.md", "runtime.md", "models.md", "cookbook.md")
-PENDING_DOCS = ("sandbox.md", "codegen.md", "benchmarks.md")  # written alongside these
 
 _EXPECT = re.compile(r"//\s*(error|warning)\[([A-Z0-9_]+)\](@[+-]\d+)?:\s?(.*?)\s*$")
 
@@ -344,17 +343,12 @@ def test_links_between_the_docs_lead_somewhere(doc: Path) -> None:
     text = re.sub(r"^```.*?^```", "", doc.read_text(encoding="utf-8"),
                   flags=re.MULTILINE | re.DOTALL)
     broken = []
-    pending = set()
     for target, anchor in re.findall(r"\]\(([\w./-]*)(?:#([\w-]+))?\)", text):
         if target.startswith(("http:", "https:")):
             continue
         path = (doc.parent / target) if target else doc
-        if not path.exists() and target in PENDING_DOCS:
-            pending.add(target)
-        elif not path.exists():
+        if not path.exists():
             broken.append(f"{target}#{anchor}")
         elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
             broken.append(f"{target}#{anchor}")
     assert broken == [], f"{doc.name} links to headings or files that do not exist"
-    if pending:
-        pytest.skip(f"not written yet: {', '.join(sorted(pending))}")

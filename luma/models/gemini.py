@@ -30,7 +30,7 @@ from luma.models.base import (ChatRequest, ChatResponse, Message, ModelSettings,
                               ToolSpec, Usage)
 from luma.models.dialects import gemini_schema
 from luma.models.http import ModelEndpoint, ModelHttp, api_key, bad_response, refusal
-from luma.models.wire import (FINAL_ANSWER_DESCRIPTION, FinalAnswerTool, arguments_object,
+from luma.models.wire import (require_model_id, FINAL_ANSWER_DESCRIPTION, FinalAnswerTool, arguments_object,
                               as_int, final_answer_tool, system_text)
 from luma.runtime.errors import LumaError
 
@@ -58,9 +58,7 @@ class GeminiProvider:
         self.settings = settings
         self.http = http
         self.env = env
-        if not settings.model:
-            raise LumaError("MODEL_CONFIG",
-                            f"Model '{settings.name}' needs a name: the model id to call.")
+        require_model_id(settings)
         self._signatures: dict[str, str] = {}
         self._calls = 0
 

@@ -23,7 +23,7 @@ from luma.models.base import (ChatRequest, ChatResponse, Message, ModelSettings,
                               ToolSpec, Usage)
 from luma.models.dialects import StrictSchemaError, drop_strict_nulls, openai_schema
 from luma.models.http import ModelEndpoint, ModelHttp, api_key, bad_response, refusal
-from luma.models.wire import arguments_text, as_int, schema_name
+from luma.models.wire import arguments_text, as_int, require_model_id, schema_name
 from luma.runtime.errors import LumaError
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -66,10 +66,7 @@ class OpenAIProvider:
             raise LumaError("MODEL_CONFIG",
                             f"Model '{settings.name}' (azure) needs a base_url, the resource "
                             "endpoint, e.g. https://<resource>.openai.azure.com.")
-        if not settings.model:
-            raise LumaError("MODEL_CONFIG",
-                            f"Model '{settings.name}' needs a name: the "
-                            f"{'deployment' if azure else 'model id'} to call.")
+        require_model_id(settings, "deployment" if azure else "model id")
 
     @property
     def label(self) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from luma.models.base import ChatRequest, Message, ResponseFormat, ToolCall
+from luma.models.base import ChatRequest, Message, ModelSettings, ResponseFormat, ToolCall
 
 FINAL_ANSWER_DESCRIPTION = ("Give your final answer. Call this tool exactly once, with the "
                             "complete answer as its input.")
@@ -92,3 +92,11 @@ def system_text(messages: Iterable[Message]) -> str | None:
 
 def as_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def require_model_id(settings: ModelSettings, what: str = "model id") -> None:
+    """An HTTP provider needs the provider's model id (azure: the deployment) to call."""
+    if not settings.model:
+        from luma.runtime.errors import LumaError
+
+        raise LumaError("MODEL_CONFIG", f"Model '{settings.name}' needs a name: the {what} to call.")

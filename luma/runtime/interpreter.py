@@ -54,6 +54,18 @@ class Interpreter:
         self.runtime = runtime
         self.program = runtime.program
         self.agents = {a.name: a for a in self.program.agents}
+        # Schemas of fn parameters, fn returns and typed assignments, compiled once per AST node
+        # (the validator caches by schema identity, so the same dict must come back each time).
+        self._schemas: dict[int, dict[str, Any]] = {}
+
+    def _schema_of(self, node: ast.FnDecl | ast.TypeExpr) -> dict[str, Any]:
+        schema = self._schemas.get(id(node))
+        if schema is None:
+            compiler = self.runtime.schemas
+            schema = (compiler.fields_schema(node.params) if isinstance(node, ast.FnDecl)
+                      else compiler.standalone(node))
+            self._schemas[id(node)] = schema
+        return schema
 
     # entry points ------------------------------------------------------------------------
     async def run_top_level(self) -> Any:
@@ -82,8 +94,7 @@ class Interpreter:
         for key in args:
             if key not in known:
                 raise LumaError("ARGUMENT_INVALID", f"{where}.input.{key}: unknown argument")
-        checked, violations = self.runtime.validate(
-            self.runtime.schemas.fields_schema(fn.params), args, soft_rules=False)
+        checked, violations = self.runtime.validate(self._schema_of(fn), args, soft_rules=False)
         hard = [v for v in violations if not v.soft]
         if hard:
             raise LumaError("ARGUMENT_INVALID", self.runtime.format_violations(
@@ -108,8 +119,8 @@ class Interpreter:
 
     def _check_type(self, value: Any, type_: ast.TypeExpr, code: str, where: str,
                     *, output: bool) -> Any:
-        schema = self.runtime.schemas.standalone(type_)
-        checked, violations = self.runtime.validate(schema, value, soft_rules=output)
+        checked, violations = self.runtime.validate(self._schema_of(type_), value,
+                                                    soft_rules=output)
         hard = [v for v in violations if not v.soft]
         if hard:
             raise LumaError(code, self.runtime.format_violations(where, hard, code=code))

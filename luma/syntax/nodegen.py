@@ -112,19 +112,9 @@ def _class_methods(cls: type) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    text = generate()
-    current = METHODS_PATH.read_text(encoding="utf-8") if METHODS_PATH.exists() else ""
-    if "--check" in argv:
-        if text != current:
-            print(f"{METHODS_PATH} is out of date: run python -m luma.syntax.nodegen",
-                  file=sys.stderr)
-            return 1
-        print(f"{METHODS_PATH} is up to date")
-        return 0
-    METHODS_PATH.write_text(text, encoding="utf-8")
-    print(f"wrote {METHODS_PATH}")
-    return 0
+    from luma.syntax.generated import write_or_check
 
+    return write_or_check(METHODS_PATH, generate(), argv, "python -m luma.syntax.nodegen")
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -289,21 +289,11 @@ def _first_chars(items: list[Any]) -> tuple[set[int] | None, bool]:
 
 
 def main(argv: list[str]) -> int:
+    from luma.syntax.generated import write_or_check
     from luma.syntax.parse import grammar_text
 
-    text = generate(grammar_text())
-    current = TABLES_PATH.read_text(encoding="utf-8") if TABLES_PATH.exists() else ""
-    if "--check" in argv:
-        if text != current:
-            print(f"{TABLES_PATH} is out of date: run python -m luma.syntax.tablegen",
-                  file=sys.stderr)
-            return 1
-        print(f"{TABLES_PATH} is up to date")
-        return 0
-    TABLES_PATH.write_text(text, encoding="utf-8")
-    print(f"wrote {TABLES_PATH}")
-    return 0
-
+    return write_or_check(TABLES_PATH, generate(grammar_text()), argv,
+                          "python -m luma.syntax.tablegen")
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
