@@ -57,6 +57,11 @@ CODES: dict[str, str] = {
     "E043": "invalid enum type",
     "E044": "annotation given more than once",
     "E045": "schema with no finite value",
+    # limits (luma/limits.py)
+    "E046": "nesting too deep",
+    "E047": "number literal out of range",
+    "E048": "pattern that can take exponential time",
+    "E049": "file the checker failed on",
     # warnings
     "W001": "tool offered to a model without a description",
     "W002": "variable may be unassigned",
