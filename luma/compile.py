@@ -128,7 +128,7 @@ def _not_checked(path: Path, exc: Exception) -> CheckedFile:
 
     text = path.read_bytes().decode("utf-8", errors="replace")
     return CheckedFile(SourceFile(str(path), text), None, [Diagnostic(
-        "error", "E049", f"Luma could not check this file: internal error "
+        "error", "INTERNAL_ERROR", f"Luma could not check this file: internal error "
         f"({type(exc).__name__}: {exc}).", Span(str(path), 0, 0),
         "this is a bug in Luma, not in the file; set LUMA_DEBUG=1 to see the traceback")])
 

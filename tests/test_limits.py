@@ -87,7 +87,7 @@ def test_a_checker_failure_is_that_files_diagnostic(
     assert code == 1
     items = json.loads(out.out)
     assert [(Path(d["file"]).name, d["code"], d["line"]) for d in items] == [
-        ("b_breaks.luma", "E049", 1), ("c_wrong.luma", "E038", 1)]
+        ("b_breaks.luma", "INTERNAL_ERROR", 1), ("c_wrong.luma", "E038", 1)]
     assert items[0]["message"] == ("Luma could not check this file: internal error "
                                    "(RecursionError: maximum recursion depth exceeded).")
     assert out.err == "checked 4 files: 2 errors\n"

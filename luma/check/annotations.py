@@ -155,6 +155,12 @@ def _check_regex(a: ast.Annotation, regex: str, bag: DiagnosticBag) -> None:
         where = f" at position {exc.pos}" if exc.pos is not None else ""
         bag.error("E024", f"@pattern {_show(regex)} is not a valid regular expression: "
                   f"{exc.msg}{where}.", a.args[0].span)
+        return
+    from luma.schema.patterns import HINT, matching_time
+
+    time = matching_time(regex)
+    if not time.is_bounded:
+        bag.error("E048", time.describe(_show(regex)), a.args[0].span, hint=HINT)
 
 
 class ValueCheck:

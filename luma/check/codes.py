@@ -61,7 +61,6 @@ CODES: dict[str, str] = {
     "E046": "nesting too deep",
     "E047": "number literal out of range",
     "E048": "pattern that can take exponential time",
-    "E049": "file the checker failed on",
     # warnings
     "W001": "tool offered to a model without a description",
     "W002": "variable may be unassigned",

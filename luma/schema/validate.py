@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from luma.schema.compile import PATTERN_KEY, SEVERITY_KEY, TAG_KEY
+from luma.schema.patterns import matching_time
 from luma.schema.formats import FORMAT_CHECKS
 from luma.schema.violations import (
     TYPE_NAMES,
@@ -417,7 +418,11 @@ class _Compiler:
             raw = schema.get(PATTERN_KEY)
             try:
                 if isinstance(raw, str):
-                    node.pattern = re.compile(raw).fullmatch
+                    compiled = re.compile(raw)
+                    if not matching_time(raw).is_bounded:  # refused by the checker (E048)
+                        raise SchemaError(f"pattern {raw!r} can take more than linear time "
+                                          "to match")
+                    node.pattern = compiled.fullmatch
                     node.pattern_text = "'" + _printable(raw) + "'"
                 else:
                     node.pattern = re.compile(schema["pattern"]).search
