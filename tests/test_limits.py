@@ -103,3 +103,52 @@ def test_a_repetition_grows_one_list() -> None:
         assert grows, origin
         assert all(i != 0 for i, _, _ in include), origin  # the list itself is not copied
 
+
+
+# --------------------------------------------------------------------------- synthesis
+
+
+def test_the_test_model_builds_up_to_its_limit() -> None:
+    from luma.limits import MAX_SYNTHESIZED_ITEMS
+    from luma.models.synthesize import synthesize
+
+    many = {"type": "array", "items": {"type": "integer"}, "minItems": MAX_SYNTHESIZED_ITEMS}
+    assert synthesize(many, "counts") == [1] * MAX_SYNTHESIZED_ITEMS
+    long = {"type": "string", "minLength": MAX_SYNTHESIZED_ITEMS}
+    assert len(synthesize(long, "text")) == MAX_SYNTHESIZED_ITEMS
+
+
+@pytest.mark.parametrize("schema, what", [
+    ({"type": "array", "items": {"type": "string"}, "minItems": 100_000_000}, "100000000 items"),
+    ({"type": "string", "minLength": 1001}, "1001 characters"),
+])
+def test_past_its_limit_the_test_model_says_so(schema: dict[str, Any], what: str) -> None:
+    from luma.models.synthesize import synthesize
+    from luma.runtime.errors import LumaError
+
+    with pytest.raises(LumaError) as caught:
+        synthesize(schema, "items")
+    assert caught.value.code == "LIMIT"
+    assert caught.value.message == (f"The test model cannot build a value for 'items': it "
+                                    f"needs at least {what}, and the test model builds at most "
+                                    "1000.")
+
+
+def test_a_pattern_too_long_to_build_is_not_built() -> None:
+    from luma.models.synthesize import string_for_pattern
+
+    assert string_for_pattern("((a{1000}){1000}){1000}") is None
+    assert string_for_pattern("(a{10}){10}") == "a" * 100
+
+
+def test_a_run_past_the_synthesis_limit_is_a_limit_error(tmp_path: Path) -> None:
+    program = tmp_path / "big.luma"
+    program.write_text(
+        'schema Big { items: string[] @length(5000, null) }\n'
+        'model M { provider: "test" }\n'
+        'agent A {\n  model: M\n  fn run() -> Big {\n    return ask "give" -> Big\n  }\n}\n')
+    r = luma("run", str(program), timeout=60)
+    assert r.code == 1
+    assert r.stderr.startswith(
+        "error[LIMIT]: The test model cannot build a value for 'items': it needs at least 5000 "
+        "items, and the test model builds at most 1000.\n")

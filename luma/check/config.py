@@ -105,13 +105,18 @@ class ValueReader:
         self.invalid(entry, "true or false")
         return None
 
-    def integer(self, entry: ast.ConfigEntry, minimum: int, millis: bool = False) -> int | None:
-        """An integer literal ≥ ``minimum``; ``millis`` names the unit in the message."""
+    def integer(self, entry: ast.ConfigEntry, minimum: int, millis: bool = False,
+                maximum: int | None = None) -> int | None:
+        """An integer literal ≥ ``minimum`` (and ≤ ``maximum``, a limit of ``luma/limits.py``);
+        ``millis`` names the unit in the message."""
         number = _int_literal(entry.value)
-        if number is not None and number >= minimum:
+        if number is not None and number >= minimum and (maximum is None or number <= maximum):
             return number
         kind = "an integer number of milliseconds" if millis else "an integer"
-        bound = "> 0" if millis and minimum == 1 else f"≥ {minimum}"
+        if maximum is not None:
+            bound = f"from {minimum} to {maximum}"
+        else:
+            bound = "> 0" if millis and minimum == 1 else f"≥ {minimum}"
         self.invalid(entry, f"{kind} {bound}")
         return None
 

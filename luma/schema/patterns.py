@@ -225,6 +225,9 @@ class _Automaton:
         unbounded = high == sre.MAXREPEAT or high * size > _EXPAND_LIMIT
         # x{2,4} is x x (x (x)?)?: the optional copies nest, so each count is read one way
         copies = max(min(low, 2), 1) if unbounded else high
+        if unbounded and low == high:
+            # x{1000}: two copies show how neighbouring copies can share a text, and no loop
+            unbounded, copies, low = False, 2, 2
         first: set[int] = set()
         last: set[int] = set()
         previous: set[int] = set()  # where the copy before this one can end
