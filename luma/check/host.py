@@ -98,7 +98,7 @@ class HostCheck:
             # Said where it was written: the config entry, with the path as written there.
             self._report(out, "E041", f"Tool module '{entry.written}' ({entry.key}) does not "
                          "exist.", entry.span,
-                         hint=f"tool_modules paths are relative to {CONFIG_NAME}'s folder")
+                         hint="tool_modules paths are relative to the program's folder")
         elif entry is not None and entry.manifest is not None:
             # A module is loaded for a check as it would be for a run: the manifest's path,
             # version, integrity (before any of its code runs) and the sandbox policy apply.
