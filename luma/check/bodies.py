@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from luma.check.arguments import ArgumentChecker
+from luma.check.arguments import ArgumentChecker, sentence
 from luma.check.calls import CallChecker
 from luma.check.exprtypes import (
     BOOL, FLOAT, INT, OBJECT, STRING, UNKNOWN, Ty, field_type, index_type,
@@ -108,7 +108,8 @@ class BodyChecker:
             check_type(s.type, self.symbols, self.bag)
             self.arguments.check_value(
                 s.value, ty, s.type, None, is_input=False,
-                invalid=lambda problem: f"Invalid value for variable '{s.target}': {problem}.")
+                invalid=lambda problem: sentence(
+                    f"Invalid value for variable '{s.target}': {problem}"))
             ty = resolve(s.type, self.symbols)
         return flow.assign(s.target, ty)
 
@@ -158,7 +159,8 @@ class BodyChecker:
             return
         self.arguments.check_value(
             s.value, ty, fn.returns, None, is_input=False,
-            invalid=lambda problem: f"Invalid return value of function '{fn.name}': {problem}.")
+            invalid=lambda problem: sentence(
+                f"Invalid return value of function '{fn.name}': {problem}"))
 
     def _throw(self, s: ast.Throw, flow: Flow) -> None:
         value = s.value

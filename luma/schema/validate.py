@@ -260,18 +260,31 @@ class _Node:
         member = members.get(tag) if isinstance(tag, str) else None
         if member is not None:
             return member.check(value, path, run)
+        names = list(members)
         if tag is _MISSING and run.infer_tags:
             fits = []
             for name, node in members.items():
                 trial = run.trial()
                 result = node.check({tag_name: name, **value}, path, trial)
                 if not trial.hard_failed():
-                    fits.append((result, trial))
+                    fits.append((name, result, trial))
             if len(fits) == 1:
-                result, trial = fits[0]
+                _, result, trial = fits[0]
                 run.out.extend(trial.out)
                 return result
-        run.add((path, tag_name), "must identify a tagged union member.", "tag")
+            if fits:
+                run.add((path, tag_name), "is missing, and the value fits more than one member "
+                        f"({_listed([n for n, _, _ in fits], 'and')}): give it to choose one",
+                        "tag")
+                return value
+        if tag is _MISSING:
+            run.add((path, tag_name), "is missing: it must identify a tagged union member "
+                    f"({_listed(names, 'or')})", "tag")
+        else:
+            close = [n for n in names if isinstance(tag, str) and n.lower() == tag.lower()]
+            meant = f"; did you mean \"{close[0]}\"?" if close else ""
+            run.add((path, tag_name), f"is {render_value(tag)}, which names no member of the "
+                    f"tagged union ({_listed(names, 'or')}){meant}", "tag")
         return value
 
     # lists, strings, numbers ---------------------------------------------------------------
@@ -346,6 +359,11 @@ class _Node:
         result, trial = fits[0]
         run.out.extend(trial.out)
         return result
+
+
+def _listed(names: list[str], word: str) -> str:
+    quoted = [f'"{n}"' for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" {word} {quoted[-1]}"
 
 
 def _printable(text: str) -> str:

@@ -165,7 +165,7 @@ def describe_unexpected(exc: Any, text: str,
     before = last[-3] if len(last) >= 3 and last[-1] is tok else (
         last[-2] if len(last) >= 2 and last[-1] is not tok else None)
     typo = _misspelt_keyword(prev, before, owner, tok)
-    if typo is not None:
+    if typo is not None and prev is not None:
         return (f"'{prev.value}' is not a keyword", prev.start_pos, prev.end_pos, typo)
     if prev is not None and prev.type in ("NAME", "OPTIONAL") and "COLON" in expected:
         name = prev.value if prev.type == "NAME" else (
