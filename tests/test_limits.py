@@ -152,3 +152,32 @@ def test_a_run_past_the_synthesis_limit_is_a_limit_error(tmp_path: Path) -> None
     assert r.stderr.startswith(
         "error[LIMIT]: The test model cannot build a value for 'items': it needs at least 5000 "
         "items, and the test model builds at most 1000.\n")
+
+
+# ------------------------------------------------------------------------------ big files
+
+
+def test_a_list_of_40000_items_checks() -> None:
+    checked = check_text("x = [" + ", ".join(["1"] * 40000) + "]\nprint(x)\n")
+    assert checked.diagnostics == []
+
+
+def test_the_flow_of_40000_assignments_copies_n_sqrt_n_names(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each assignment extends the set of assigned names; copying the whole set each time was
+    # quadratic (16 s for 40,000 statements). Count the names copied.
+    from luma.check.scopes import Names
+
+    copied = [0]
+    real = Names._with
+
+    def counting(self: Names, top: dict[str, Any]) -> Names:
+        result = real(self, top)
+        copied[0] += len(top) + (len(result.base) if result.base is not self.base else 0)
+        return result
+
+    monkeypatch.setattr(Names, "_with", counting)
+    n = 40000
+    checked = check_text("".join(f"x{i} = {i}\n" for i in range(n)) + "print(x0)\n")
+    assert checked.diagnostics == []
+    assert 0 < copied[0] < 3 * n * int(n ** 0.5)  # n²/2 would be 800,000,000

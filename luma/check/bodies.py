@@ -79,7 +79,7 @@ class BodyChecker:
 
     def _dead(self, stmts: Sequence[ast.Stmt]) -> None:
         """Check unreachable statements for everything but the flow (no W002 there)."""
-        dead = Flow(frozenset(self.scope.names), {})
+        dead = Flow.of(self.scope.names, {})
         for stmt in stmts:
             self.stmt(stmt, dead)
 
