@@ -236,8 +236,8 @@ def test_union_tag_is_written_when_one_member_fits(rt):
 
 def test_union_without_tag_that_fits_no_member(rt):
     err = call_error(rt, "file_document", {"doc": {"other": 1}})
-    assert err.message == ("[TOOL_INPUT_INVALID] file_document.input.doc.kind is missing: it "
-                           'must identify a tagged union member ("Invoice" or "Receipt")')
+    assert err.message == ("[TOOL_INPUT_INVALID] file_document.input.doc.kind must identify a "
+                           "tagged union member.")
 
 
 def test_the_handler_gets_a_copy_not_the_callers_value(rt):
@@ -256,8 +256,7 @@ def test_tagged_union_output_must_carry_its_tag(rt):
     err = call_error(rt, "classify", {"text": "untagged"})
     assert (err.code, err.message) == (
         "TOOL_OUTPUT_INVALID",
-        '[TOOL_OUTPUT_INVALID] classify.output.kind is missing: it must identify a tagged union '
-        'member ("Invoice" or "Receipt")')
+        "[TOOL_OUTPUT_INVALID] classify.output.kind must identify a tagged union member.")
 
 
 def test_tagged_union_output_with_tag(rt):
@@ -299,9 +298,8 @@ result = tool classify({ text: "untagged" })
     rt = runtime(prog, handlers)
     with pytest.raises(LumaError) as caught:
         asyncio.run(Interpreter(rt).run_top_level())
-    assert caught.value.message == ("[TOOL_OUTPUT_INVALID] classify.output.kind is missing: it "
-                                    'must identify a tagged union member ("Invoice" or '
-                                    '"Receipt")')
+    assert caught.value.message == ("[TOOL_OUTPUT_INVALID] classify.output.kind must identify a "
+                                    "tagged union member.")
 
 
 # 10 handler errors ----------------------------------------------------------------------------

@@ -370,21 +370,16 @@ def test_union_valid_member() -> None:
 def test_union_missing_tag() -> None:
     doc = union_schemas().standalone("Document")
     violations = validate(doc, {"invoice_number": "A-1"})
-    assert violations == [Violation("kind", 'is missing: it must identify a tagged union member ("Invoice" or "Receipt")', "tag", False)]
+    assert violations == [Violation("kind", "must identify a tagged union member.", "tag", False)]
     assert format_violations("classify.output", violations) == \
-        'classify.output.kind is missing: it must identify a tagged union member ("Invoice" or "Receipt")'
+        "classify.output.kind must identify a tagged union member."
 
 
-@pytest.mark.parametrize("tag, shown", [
-    ("Other", "'Other'"), (3, "3"), (None, "null"),
-    ("invoice", "'invoice'"),
-])
-def test_union_unknown_tag(tag: Any, shown: str) -> None:
+@pytest.mark.parametrize("tag", ["Other", 3, None, "invoice"])
+def test_union_unknown_tag(tag: Any) -> None:
     doc = union_schemas().standalone("Document")
-    meant = '; did you mean "Invoice"?' if tag == "invoice" else ""
-    assert messages(validate(doc, {"kind": tag, "invoice_number": "A-1"})) == [
-        f'kind is {shown}, which names no member of the tagged union ("Invoice" or "Receipt")'
-        f"{meant}"]
+    assert messages(validate(doc, {"kind": tag, "invoice_number": "A-1"})) == \
+        ["kind must identify a tagged union member."]
 
 
 def test_union_member_fields_wrong() -> None:
@@ -404,7 +399,7 @@ def test_union_nested_in_a_tool_input() -> None:
     schema = c.standalone("__tool_file_input")
     violations = validate(schema, {"doc": {"reference": "r"}, "docs": [{"kind": "Receipt"}, 5]})
     assert format_violations("file.input", violations) == (
-        'file.input.doc.kind is missing: it must identify a tagged union member ("Invoice" or "Receipt"); '
+        "file.input.doc.kind must identify a tagged union member.; "
         "file.input.docs[0]: missing required field 'reference'; "
         "file.input.docs[1]: expected Document, got int")
 
@@ -428,11 +423,10 @@ def test_union_tag_is_not_guessed_when_ambiguous_or_on_output() -> None:
     """)
     schema = c.standalone("AB")
     _, violations = validate_and_fill(schema, {}, soft_rules=False, infer_tags=True)
-    assert messages(violations) == ['t is missing, and the value fits more than one member '
-                                    '("A" and "B"): give it to choose one']
+    assert messages(violations) == ['t must identify a tagged union member: the value fits more '
+                                    'than one ("A" and "B").']
     _, violations = validate_and_fill(schema, {"x": 1}, soft_rules=True)
-    assert messages(violations) == ['t is missing: it must identify a tagged union member '
-                                    '("A" or "B")']
+    assert messages(violations) == ["t must identify a tagged union member."]
     value, violations = validate_and_fill(schema, {"x": 1}, soft_rules=False, infer_tags=True)
     assert (value, violations) == ({"t": "A", "x": 1}, [])
 

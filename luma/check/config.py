@@ -110,13 +110,14 @@ class ValueReader:
         """An integer literal ≥ ``minimum`` (and ≤ ``maximum``, a limit of ``luma/limits.py``);
         ``millis`` names the unit in the message."""
         number = _int_literal(entry.value)
-        if number is not None and number >= minimum and (maximum is None or number <= maximum):
+        if number is not None and maximum is not None and number > maximum:
+            unit = " milliseconds" if millis else ""
+            self.invalid(entry, f"at most {maximum}{unit}")
+            return None
+        if number is not None and number >= minimum:
             return number
         kind = "an integer number of milliseconds" if millis else "an integer"
-        if maximum is not None:
-            bound = f"from {minimum} to {maximum}"
-        else:
-            bound = "> 0" if millis and minimum == 1 else f"≥ {minimum}"
+        bound = "> 0" if millis and minimum == 1 else f"≥ {minimum}"
         self.invalid(entry, f"{kind} {bound}")
         return None
 

@@ -125,7 +125,7 @@ def _check_timeout(tool: ast.ToolDecl, entry: ast.ConfigEntry, read: ValueReader
             bag.error("E013", f"Tool '{tool.name}' timeout must be greater than zero.",
                       value.span, hint="give the timeout in milliseconds, e.g. timeout: 3000")
         elif value.value > MAX_TIMEOUT_MS:
-            read.invalid(entry, f"at most {MAX_TIMEOUT_MS} milliseconds (one day)")
+            read.invalid(entry, f"at most {MAX_TIMEOUT_MS} milliseconds")
         return
     read.invalid(entry, "an integer number of milliseconds > 0")
 
