@@ -63,3 +63,19 @@ def test_the_validator_matches_a_linear_pattern() -> None:
     assert validate(schema, "o-12") == []
     (violation,) = validate(schema, "o-" + "1" * 100_000 + "!")
     assert "does not match the pattern 'o-[0-9]+'" in violation.message
+
+
+def test_a_pattern_nested_too_deeply_for_re_is_an_error_not_a_crash() -> None:
+    from luma.compile import check_text
+
+    pattern = "(?:" * 2000 + "a" + ")" * 2000
+    checked = check_text(f'schema S {{ a: string @pattern("{pattern}") }}\n', "deep.luma")
+    assert [(d.code, d.message) for d in checked.diagnostics] == [(
+        "E024", '@pattern "' + "(?:" * 16 + '(?..." is not a valid regular expression: its '
+        "groups are nested too deeply.")]
+
+
+def test_a_pattern_too_complex_to_analyse_is_refused() -> None:
+    found = matching_time("(?:" * 2000 + "a" + ")" * 2000)
+    assert found.kind == "unknown" and not found.is_bounded
+    assert found.describe('"p"') == '@pattern "p" is too complex to be sure it matches in linear time.'

@@ -170,11 +170,19 @@ def _check_regex(a: ast.Annotation, regex: str, bag: DiagnosticBag) -> None:
         bag.error("E024", f"@pattern {_show(regex)} is not a valid regular expression: "
                   f"{exc.msg}{where}.", a.args[0].span)
         return
+    except RecursionError:  # Python's own regex parser recurses once per group
+        bag.error("E024", f"@pattern {_abridged(regex)} is not a valid regular expression: "
+                  "its groups are nested too deeply.", a.args[0].span)
+        return
     from luma.schema.patterns import HINT, matching_time
 
     time = matching_time(regex)
     if not time.is_bounded:
         bag.error("E048", time.describe(_show(regex)), a.args[0].span, hint=HINT)
+
+
+def _abridged(regex: str) -> str:
+    return _show(regex if len(regex) <= 60 else regex[:50] + "...")
 
 
 class ValueCheck:

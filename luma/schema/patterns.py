@@ -83,12 +83,12 @@ def _shown(text: str) -> str:
 def matching_time(pattern: str) -> MatchingTime:
     """How long ``re.fullmatch(pattern, text)`` can take, in the length of ``text``. The
     pattern must compile."""
-    parsed = sre_parse.parse(pattern)
-    automaton = _Automaton(_samples(parsed), parsed.state.flags)
     try:
+        parsed = sre_parse.parse(pattern)
+        automaton = _Automaton(_samples(parsed), parsed.state.flags)
         automaton.build(parsed)
         return automaton.matching_time()
-    except _TooComplex:
+    except (_TooComplex, RecursionError):
         return MatchingTime("unknown")
 
 

@@ -436,7 +436,7 @@ class _Compiler:
                 else:
                     node.pattern = re.compile(schema["pattern"]).search
                     node.pattern_text = render_value(schema["pattern"])
-            except re.error as exc:
+            except (re.error, RecursionError) as exc:
                 raise SchemaError(f"invalid pattern {raw or schema['pattern']!r}: {exc}") from None
         if "format" in schema and schema["format"] in FORMAT_CHECKS:
             node.format = schema["format"]
