@@ -33,7 +33,7 @@ def turn(p: GeminiProvider, request: ChatRequest):
 def test_two_function_calls_then_function_responses():
     with gemini_fake.server() as server:
         server.reply(response([call("calculate", {"a": 2, "b": 3, "operation": "add"},
-                                    signature="sig-1"),
+                                    signature="c2lnLTE="),  # base64, as the API sends it
                                call("text_stats", {"text": "hi there"})]))
         server.reply(response([text("done")]))
         p = provider(server)
@@ -73,7 +73,7 @@ def test_two_function_calls_then_function_responses():
     assert second[1]["parts"][0] == {"functionCall": {"name": "calculate",
                                                       "args": {"a": 2, "b": 3,
                                                                "operation": "add"}},
-                                     "thoughtSignature": "sig-1"}
+                                     "thoughtSignature": "c2lnLTE="}
     assert second[2] == {"role": "user", "parts": [
         {"functionResponse": {"name": "calculate", "response": {"output": {"result": 5}}}},
         {"functionResponse": {"name": "text_stats",

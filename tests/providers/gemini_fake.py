@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from providers import sdk_types
 from providers.server import Captured, FakeServer, Reply, WireError, require
 
 KEY = "AIzaTest0123456789"
@@ -42,6 +43,8 @@ def validate(req: Captured, model: str = "m-1") -> Reply | None:
         require("key" not in req.query, "the key goes in the header here")
         body = req.body
         require(isinstance(body, dict), "body must be a JSON object")
+        sdk = sdk_types.gemini_problems(body)
+        require(not sdk, f"the request does not fit google-genai's types: {sdk}")
         declared = _check_tools(body)
         config = (body.get("toolConfig") or {}).get("functionCallingConfig")
         if config is not None:

@@ -6,6 +6,7 @@ import json
 import re
 from typing import Any
 
+from providers import sdk_types
 from providers.server import Captured, FakeServer, Reply, WireError, require
 
 KEY = "sk-test-0123456789abcdef"
@@ -72,6 +73,8 @@ def validate(req: Captured, *, azure: bool = False, deployment: str = "") -> Rep
                 "content-type must be application/json")
         body = req.body
         require(isinstance(body, dict), "body must be a JSON object")
+        sdk = sdk_types.azure_problems(body) if azure else sdk_types.openai_problems(body)
+        require(not sdk, f"the request does not fit the openai SDK's types: {sdk}")
         if not azure:
             require(isinstance(body.get("model"), str), "'model' is required")
         _check_messages(body.get("messages"))
