@@ -63,4 +63,5 @@ CODES: dict[str, str] = {
     "W003": "unused declaration",
     "W004": "ask uses the default model",
     "W005": "unreachable or suspicious code",
+    "W006": "ask uses a type the model's provider cannot express",
 }
