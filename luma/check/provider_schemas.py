@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from luma.check.types import type_text
 from luma.schema.values import constant_value
 from luma.syntax import ast
 from luma.syntax.diagnostics import DiagnosticBag
@@ -47,9 +48,13 @@ class ProviderSchemaCheck:
         if self._compiler is None:
             self._compiler = SchemaCompiler(self.program)
         tools = _offered_tools(agent, {t.name for t in self.program.tools})
-        shape = answer_shape(e.type, self._compiler.standalone(e.type))
-        if not (shape.is_string and not tools):   # plain text has no schema
-            check(_answer_words(e.type), shape.wire)
+        types = {d.name for d in self.program.declarations
+                 if isinstance(d, (ast.SchemaDecl, ast.UnionDecl))}
+        # an unknown type is E007 already; there is no schema to look at
+        if not (isinstance(e.type, ast.NamedType) and e.type.name not in types):
+            shape = answer_shape(e.type, self._compiler.standalone(e.type))
+            if not (shape.is_string and not tools):   # plain text has no schema
+                check(_answer_words(e.type), shape.wire)
         for name in tools:
             schema = self._compiler.standalone(tool_input_name(name))
             schema.pop("$schema", None)
@@ -104,6 +109,4 @@ def _offered_tools(agent: ast.AgentDecl, declared: set[str]) -> list[str]:
 
 
 def _answer_words(t: ast.TypeExpr) -> str:
-    if isinstance(t, ast.NamedType):
-        return f"the answer type '{t.name}'"
-    return "the answer type of this ask"
+    return f"the answer type '{type_text(t)}'"
