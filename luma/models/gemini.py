@@ -11,8 +11,9 @@ Wire format (``POST {base}/v1beta/models/{model}:generateContent``, header ``x-g
   back as ``functionResponse`` parts (``name``, ``response: {"output" | "error": …}``, ``id``),
   in one user turn, in the model's order;
 - the structured final answer is ``generationConfig.responseMimeType: application/json`` with
-  ``responseJsonSchema`` when no tools are declared. Gemini 2.x refuses a JSON response type next to
-  function declarations, so with tools the answer is asked for as a forced final-answer function;
+  ``responseJsonSchema`` when no tools are declared. Gemini 2.x refuses a JSON response type next
+  to function declarations, so with tools the answer is asked for as a forced final-answer
+  function;
 - ``usageMetadata`` ``promptTokenCount``, ``candidatesTokenCount``, ``thoughtsTokenCount``,
   ``cachedContentTokenCount``; a blocked prompt or a safety stop is a refusal.
 
