@@ -4,9 +4,9 @@
 keys). Each provider accepts a different subset of JSON Schema, so each gets one function here:
 
 - ``openai_schema``: OpenAI strict mode when it can be had (every object closed, every property
-  required, optional properties nullable, every node typed — a ``const`` is a typed one-value
-  ``enum`` —, unsupported keywords moved into ``description``, within the documented size
-  limits), else plain JSON Schema with ``strict`` off.
+  required, optional properties nullable, a type on every node (a ``const`` becomes a typed
+  one-value ``enum``), unsupported keywords moved into ``description``, within the documented
+  size limits), else plain JSON Schema with ``strict`` off.
 - ``anthropic_schema``: standard JSON Schema with ``title`` and ``$schema`` removed.
 - ``gemini_schema``: the JSON Schema subset of Gemini's ``responseJsonSchema`` and
   ``parametersJsonSchema`` fields (``$ref``/``$defs`` and ``additionalProperties`` kept, ``const``
@@ -205,7 +205,7 @@ def _openai_limits(schema: dict[str, Any]) -> None:
 
 
 def _nodes(schema: Any) -> list[dict[str, Any]]:
-    """Every schema node of a tree (``$defs`` included), parents first."""
+    """Every schema node of a tree, ``$defs`` included (copies, for reading)."""
     found: list[dict[str, Any]] = []
 
     def visit(node: dict[str, Any]) -> dict[str, Any]:
@@ -298,7 +298,7 @@ class _StrictOpenAI:
 def _nullable(node: dict[str, Any]) -> dict[str, Any]:
     """The same schema that also accepts ``null`` (how strict mode says "optional")."""
     node = dict(node)
-    if "$ref" in node or "const" in node:
+    if "$ref" in node:
         described = {k: node.pop(k) for k in ("description",) if k in node}
         return {"anyOf": [node, {"type": "null"}], **described}
     if "anyOf" in node:
