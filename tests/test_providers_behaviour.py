@@ -148,6 +148,50 @@ def test_a_config_override_with_a_bad_reasoning_effort_stops_the_start(tmp_path)
         "medium, high, xhigh"]
 
 
+def tools_server(model: str) -> FakeServer:
+    """OpenAI serving a gpt-5.2+ model: Chat Completions refuses function tools next to
+    reasoning, and the model reasons by default unless sent reasoning_effort "none"."""
+    by_default = model.startswith(("gpt-5.5", "gpt-5.6"))
+
+    def validate(req: Captured) -> Reply | None:
+        problem = openai_fake.validate(req)
+        if problem is not None:
+            return problem
+        effort = req.body.get("reasoning_effort", "medium" if by_default else "none")
+        if req.body.get("tools") and effort != "none":
+            return openai_error(f"Function tools with reasoning_effort are not supported for "
+                                f"{model} in /v1/chat/completions. To use function tools, use "
+                                "/v1/responses or set reasoning_effort to 'none'.",
+                                "reasoning_effort", "unsupported_value")
+        return None
+    return FakeServer(validate)
+
+
+def test_a_model_that_reasons_by_default_is_sent_no_reasoning_next_to_tools():
+    with tools_server("gpt-5.6") as server:
+        server.reply(completion("done"))
+        server.reply(completion("done"))
+        s = settings("openai", server.base_url + "/v1", model="gpt-5.6")
+        p = OpenAIProvider(s, ModelHttp(), OPENAI_ENV)
+        turns(p, ChatRequest(s, (user("Go"),), tools()), ChatRequest(s, (user("Go"),)))
+    assert [r.body.get("reasoning_effort") for r in server.requests] == ["none", None]
+
+
+def test_reasoning_effort_next_to_tools_on_a_model_that_refuses_it_is_a_clear_error():
+    with tools_server("gpt-5.4-mini") as server:
+        s = settings("openai", server.base_url + "/v1", model="gpt-5.4-mini",
+                     reasoning_effort="low")
+        with pytest.raises(LumaError) as info:
+            turn(OpenAIProvider(s, ModelHttp(), OPENAI_ENV),
+                 ChatRequest(s, (user("Go"),), tools()))
+    assert info.value.code == "MODEL_CONFIG"
+    assert info.value.message == (
+        "Model 'Main' (gpt-5.4-mini) cannot take tools while it reasons: OpenAI's Chat "
+        "Completions refuses function tools next to reasoning_effort \"low\" for this model; "
+        "set reasoning_effort: \"none\" on a model whose agent has tools.")
+    assert server.requests == []
+
+
 # ---------------------------------------------------------------------- cut-off answers
 
 
@@ -168,7 +212,7 @@ def test_a_cut_off_openai_answer_is_truncated_and_not_retried(tmp_path):
     assert err.message == ("Model 'Main' stopped at its output limit (max_tokens: 50) before its "
                            "answer to A.run.ask was complete; raise max_tokens.")
     assert len(server.requests) == 1          # the same limit would stop at the same place
-    assert s.events("ask.response")[0]["outcome"] == "truncated"
+    assert s.events("ask.response")[0]["outcome"] == "MODEL_OUTPUT_TRUNCATED"
 
 
 def test_a_reasoning_model_that_spent_its_limit_reasoning_says_so(tmp_path):

@@ -400,7 +400,7 @@ class _Flow:
                        latency_ms=_ms(started), finish_reason=response.finish_reason,
                        tool_calls=len(response.tool_calls),
                        outcome="refusal" if response.refusal else
-                       "truncated" if response.truncated else "ok")
+                       "MODEL_OUTPUT_TRUNCATED" if response.truncated else "ok")
         if response.truncated:
             raise self._truncated(response)
         if response.refusal:

@@ -36,7 +36,7 @@ from luma.models.base import (ChatRequest, ChatResponse, Message, ModelSettings,
                               ToolSpec, Usage)
 from luma.models.dialects import StrictSchemaError, drop_strict_nulls, openai_schema
 from luma.models.http import ModelEndpoint, ModelHttp, api_key, bad_response, refusal
-from luma.models.reasoning import reasoning_of
+from luma.models.reasoning import reasoning_of, tools_need_no_reasoning
 from luma.models.wire import arguments_text, as_int, require_model_id, schema_name
 from luma.runtime.errors import LumaError
 
@@ -147,8 +147,19 @@ class OpenAIProvider:
                 == OPENAI_BASE_URL
             wanted = official or reasoning is not None
             body["max_completion_tokens" if wanted else "max_tokens"] = s.max_tokens
-        if s.reasoning_effort is not None:
-            body["reasoning_effort"] = s.reasoning_effort
+        effort = s.reasoning_effort
+        if request.tools and reasoning is not None and tools_need_no_reasoning(s.model):
+            if effort is None and reasoning.by_default:
+                effort = "none"    # the only way these models take tools on Chat Completions
+            elif reasoning.active(effort):
+                raise LumaError(
+                    "MODEL_CONFIG",
+                    f"Model '{s.name}' ({s.model}) cannot take tools while it reasons: OpenAI's "
+                    f"Chat Completions refuses function tools next to reasoning_effort "
+                    f"\"{effort}\" for this model; set reasoning_effort: \"none\" on a model "
+                    "whose agent has tools.")
+        if effort is not None:
+            body["reasoning_effort"] = effort
         return body
 
     def _message(self, m: Message) -> dict[str, Any]:

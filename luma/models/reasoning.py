@@ -14,6 +14,10 @@ and whether ``reasoning_effort: "none"`` turns reasoning off:
 - ``gpt-6`` and later: always reason;
 - ``gpt-5-chat…`` and every other id: do not reason.
 
+On Chat Completions, ``gpt-5.2`` and later ``gpt-5.N`` models (not the ``-chat``, ``-pro`` and
+``-codex`` variants) refuse function tools next to any reasoning: with tools, they must be sent
+``reasoning_effort: "none"`` (``tools_need_no_reasoning``).
+
 The model key ``reasoning`` overrides the rule, for an Azure deployment or a compatible server
 whose names say nothing: ``true`` reads as "reasons unless ``reasoning_effort`` is ``"none"``",
 ``false`` as "does not reason".
@@ -76,6 +80,17 @@ def reasoning_of(model_id: str | None, override: bool | None = None) -> Reasonin
     if major is not None and int(major.group(1)) >= 5:
         return ALWAYS
     return None
+
+
+def tools_need_no_reasoning(model_id: str | None, override: bool | None = None) -> bool:
+    """Whether Chat Completions refuses function tools while this model reasons."""
+    if override is not None or not model_id:
+        return False
+    minor = _GPT5_MINOR.match(model_id.strip().lower())
+    if minor is None:
+        return False
+    rest = minor.group(2)
+    return int(minor.group(1)) >= 2 and not rest.startswith(("-chat", "-pro", "-codex"))
 
 
 def sampling_problem(model: str, model_id: str | None, override: bool | None,
