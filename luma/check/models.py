@@ -48,8 +48,8 @@ def check_model(model: ast.ModelDecl, symbols: Symbols, bag: DiagnosticBag) -> N
                       f"'{model.name}' uses provider \"{provider}\".", entry.key_span)
             continue
         values[key] = _checked_value(key, entry, read, symbols, bag)
-    if provider in REASONING_PROVIDERS:
-        _check_reasoning(model, entries, values, bag)
+    if provider is not None:
+        _check_reasoning(model, provider, entries, values, bag)
 
 
 def _checked_value(key: str, entry: ast.ConfigEntry, read: ValueReader, symbols: Symbols,
@@ -92,10 +92,11 @@ def _checked_value(key: str, entry: ast.ConfigEntry, read: ValueReader, symbols:
     return None
 
 
-def _check_reasoning(model: ast.ModelDecl, entries: dict[str, ast.ConfigEntry],
+def _check_reasoning(model: ast.ModelDecl, provider: str, entries: dict[str, ast.ConfigEntry],
                      values: dict[str, object], bag: DiagnosticBag) -> None:
-    """A reasoning model (docs/models.md) refuses temperature and top_p while it reasons, and
-    a model that always reasons refuses reasoning_effort "none"."""
+    """A reasoning model (docs/models.md) refuses temperature and top_p while it reasons, a
+    model that always reasons refuses reasoning_effort "none", and some Claude models refuse
+    sampling settings altogether."""
     model_id = values.get("name")
     override = values.get("reasoning")
     effort = values.get("reasoning_effort")
@@ -107,8 +108,10 @@ def _check_reasoning(model: ast.ModelDecl, entries: dict[str, ast.ConfigEntry],
         if problem is not None:
             bag.error("E009", problem, entries["reasoning_effort"].value.span)
     for key in ("temperature", "top_p"):
-        if key in entries and values.get(key) is not None:
-            problem = sampling_problem(model.name, model_id, override, effort, key)
+        value = values.get(key)
+        if key in entries and isinstance(value, (int, float)):
+            problem = sampling_problem(provider, model.name, model_id, override, effort, key,
+                                       value)
             if problem is not None:
                 bag.error("E009", problem, entries[key].key_span)
 

@@ -1,4 +1,5 @@
-"""Which OpenAI (and Azure OpenAI) models reason, from the model id (docs/models.md).
+"""Which OpenAI (and Azure OpenAI) models reason, from the model id, and which models refuse
+sampling settings (docs/models.md).
 
 A reasoning model takes ``max_completion_tokens`` instead of ``max_tokens``, accepts
 ``reasoning_effort``, and, while it reasons, refuses a ``temperature`` or ``top_p`` other than
@@ -22,8 +23,12 @@ The model key ``reasoning`` overrides the rule, for an Azure deployment or a com
 whose names say nothing: ``true`` reads as "reasons unless ``reasoning_effort`` is ``"none"``",
 ``false`` as "does not reason".
 
-Facts from pydantic-ai ``pydantic_ai_slim/pydantic_ai/profiles/openai.py`` at commit
-4fda38988f2939fa6ea9cdefcf120693e10ef491 (verified there against the live API, 2026-07).
+Anthropic's Claude Opus 4.7 and later, Sonnet 5 and the Fable and Mythos models refuse
+``temperature`` and ``top_p`` altogether.
+
+Facts from pydantic-ai ``pydantic_ai_slim/pydantic_ai/profiles/openai.py`` (verified there
+against the live API, 2026-07) and ``profiles/anthropic.py``, at commit
+4fda38988f2939fa6ea9cdefcf120693e10ef491.
 This module imports nothing heavy: the checker uses it.
 """
 
@@ -38,6 +43,8 @@ REASONING_PROVIDERS = ("openai", "azure")
 _O_SERIES = re.compile(r"o[0-9]")
 _GPT5_MINOR = re.compile(r"gpt-5\.([0-9]+)(.*)")
 _GPT_MAJOR = re.compile(r"gpt-([0-9]+)(?![0-9.])")
+_NO_SAMPLING_CLAUDE = ("claude-fable", "claude-mythos", "claude-opus-4-7", "claude-opus-4-8",
+                       "claude-opus-5", "claude-sonnet-5")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,9 +100,16 @@ def tools_need_no_reasoning(model_id: str | None, override: bool | None = None) 
     return int(minor.group(1)) >= 2 and not rest.startswith(("-chat", "-pro", "-codex"))
 
 
-def sampling_problem(model: str, model_id: str | None, override: bool | None,
-                     effort: str | None, key: str) -> str | None:
-    """Why ``key`` (``temperature`` or ``top_p``) cannot be sent to this model, or None."""
+def sampling_problem(provider: str | None, model: str, model_id: str | None,
+                     override: bool | None, effort: str | None, key: str,
+                     value: float) -> str | None:
+    """Why ``key`` (``temperature`` or ``top_p``) set to ``value`` cannot be sent, or None."""
+    if provider == "anthropic":
+        if (model_id or "").lower().startswith(_NO_SAMPLING_CLAUDE):
+            return f"Model '{model}' ({model_id}) does not accept '{key}'; remove '{key}'."
+        return None
+    if provider not in REASONING_PROVIDERS or value == 1:
+        return None   # 1 is the default, which every reasoning model takes
     family = reasoning_of(model_id, override)
     if family is None or not family.active(effort):
         return None

@@ -244,21 +244,20 @@ def _expected(key: str, value: Any) -> str | None:
 
 
 def _reasoning_problems(settings: ModelSettings) -> list[str]:
-    """What a reasoning model refuses in the settings a config override produced (the
-    declaration alone is checked by the checker)."""
-    if settings.provider not in REASONING_PROVIDERS:
-        return []
+    """What the model refuses in the settings a config override produced (a reasoning
+    model's sampling keys, a Claude model that takes none; the declaration alone is checked by
+    the checker)."""
     where = f"luma.config.json: models.{settings.name}"
     out = []
-    if settings.reasoning_effort is not None:
+    if settings.reasoning_effort is not None and settings.provider in REASONING_PROVIDERS:
         problem = effort_problem(settings.name, settings.model, settings.reasoning,
                                  settings.reasoning_effort)
         if problem is not None:
             out.append(f"{where}: {problem}")
     for key, value in (("temperature", settings.temperature), ("top_p", settings.top_p)):
         if value is not None:
-            problem = sampling_problem(settings.name, settings.model, settings.reasoning,
-                                       settings.reasoning_effort, key)
+            problem = sampling_problem(settings.provider, settings.name, settings.model,
+                                       settings.reasoning, settings.reasoning_effort, key, value)
             if problem is not None:
                 out.append(f"{where}: {problem}")
     return out
