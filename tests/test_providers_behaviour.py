@@ -601,3 +601,30 @@ def test_a_model_that_never_takes_a_forced_tool_choice_is_sent_auto():
         p = anthropic(server, "claude-fable-5")
         turn(p, ChatRequest(p.settings, (user("Add"),), tools(), tool_choice="calculate"))
     assert [r.body["tool_choice"] for r in server.requests] == [{"type": "auto"}]
+
+
+def test_a_list_answer_through_structured_outputs_is_wrapped_and_unwrapped(tmp_path):
+    source = """
+model Main {
+  provider: "anthropic"
+  name: "claude-haiku-4-5-20251001"
+}
+schema Item { name: string @length(1, 40) }
+agent A {
+  model: Main
+  fn run() -> Item[] {
+    ask "List two." -> Item[]
+  }
+}
+"""
+    with structured_server() as server:
+        server.reply(message([text('{"value": [{"name": "a"}, {"name": "b"}]}')]))
+        config = {"models": {"Main": {"base_url": server.base_url}}}
+        s = setup(source, tmp_path, config=config, env=ANTHROPIC_ENV)
+        assert s.run() == [{"name": "a"}, {"name": "b"}]
+    schema = server.requests[0].body["output_config"]["format"]["schema"]
+    assert schema["required"] == ["value"] and schema["additionalProperties"] is False
+    item = schema["properties"]["value"]["items"]
+    item = schema["$defs"]["Item"] if "$ref" in item else item
+    assert item["additionalProperties"] is False
+    assert item["properties"]["name"]["description"] == "minLength: 1; maxLength: 40"
