@@ -465,6 +465,22 @@ def test_strict_true_turns_parallel_tool_calls_off(strict, sent):
     assert server.requests[0].body.get("parallel_tool_calls") is sent
 
 
+def test_the_o_series_is_never_sent_parallel_tool_calls():
+    def validate(req: Captured) -> Reply | None:
+        if "parallel_tool_calls" in req.body:
+            return openai_error("Unsupported parameter: 'parallel_tool_calls' is not supported "
+                                "with this model.", "parallel_tool_calls",
+                                "unsupported_parameter")
+        return openai_fake.validate(req)
+    with FakeServer(validate) as server:
+        server.reply(completion("done"))
+        s = settings("openai", server.base_url + "/v1", model="o4-mini", strict=True)
+        r = turn(OpenAIProvider(s, ModelHttp(), OPENAI_ENV), ChatRequest(s, (user("Go"),),
+                                                                          tools()))
+    assert r.content == "done"
+    assert server.requests[0].body["tools"][0]["function"]["strict"] is True
+
+
 # ------------------------------------------------------ Anthropic structured answers
 
 UNSUPPORTED = ("minimum", "maximum", "minLength", "maxLength", "maxItems")

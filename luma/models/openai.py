@@ -17,7 +17,8 @@ Wire format (``POST {base}/chat/completions``; Azure:
 
 Reasoning models (``luma.models.reasoning``) get ``max_completion_tokens`` on every endpoint and
 ``reasoning_effort`` when it is set. With ``strict: true`` on the model, ``parallel_tool_calls:
-false`` is sent: OpenAI does not hold parallel calls to the strict schemas.
+false`` is sent (not to the o-series, which refuses it and makes one call a turn): OpenAI does
+not hold parallel calls to the strict schemas.
 
 Tool calls that come without an id, or with the id of another call of the same answer (Gemini's
 OpenAI-compatible endpoint sends ``""``), get one (``luma-call-N``), and the results are paired
@@ -36,7 +37,7 @@ from luma.models.base import (ChatRequest, ChatResponse, Message, ModelSettings,
                               ToolSpec, Usage)
 from luma.models.dialects import StrictSchemaError, drop_strict_nulls, openai_schema
 from luma.models.http import ModelEndpoint, ModelHttp, api_key, bad_response, refusal
-from luma.models.reasoning import reasoning_of, tools_need_no_reasoning
+from luma.models.reasoning import reasoning_of, takes_parallel_tool_calls, tools_need_no_reasoning
 from luma.models.wire import arguments_text, as_int, require_model_id, schema_name
 from luma.runtime.errors import LumaError
 
@@ -121,7 +122,7 @@ class OpenAIProvider:
         if request.tools:
             body["tools"] = [tool_declaration(t, s.strict, model=s.name) for t in request.tools]
             body["tool_choice"] = _tool_choice(request.tool_choice)
-            if s.strict is True:
+            if s.strict is True and takes_parallel_tool_calls(s.model):
                 # strict schemas do not hold for parallel calls; strict: true asks for the hold
                 body["parallel_tool_calls"] = False
         fmt = request.response_format

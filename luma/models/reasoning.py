@@ -89,6 +89,11 @@ def reasoning_of(model_id: str | None, override: bool | None = None) -> Reasonin
     return None
 
 
+def takes_parallel_tool_calls(model_id: str | None) -> bool:
+    """The o-series refuses ``parallel_tool_calls`` (it makes one call per turn anyway)."""
+    return not _O_SERIES.match((model_id or "").strip().lower())
+
+
 def tools_need_no_reasoning(model_id: str | None, override: bool | None = None) -> bool:
     """Whether Chat Completions refuses function tools while this model reasons."""
     if override is not None or not model_id:
