@@ -230,6 +230,8 @@ def test_a_reasoning_model_that_spent_its_limit_reasoning_says_so(tmp_path):
                            "reasoning); raise max_tokens or lower reasoning_effort.")
     assert len(server.requests) == 1
     assert server.requests[0].body["max_completion_tokens"] == 64
+    response = s.events("ask.response")[0]
+    assert (response["tokens_out"], response["reasoning_tokens"]) == (64, 64)
 
 
 def gemini_program(model_id: str, type_: str, max_tokens: str = "") -> str:

@@ -397,6 +397,7 @@ class _Flow:
         usage = response.usage
         telemetry.emit("ask.response", **common, tokens_in=usage.input_tokens,
                        tokens_out=usage.output_tokens, cached_tokens=usage.cached_tokens,
+                       reasoning_tokens=usage.reasoning_tokens,
                        latency_ms=_ms(started), finish_reason=response.finish_reason,
                        tool_calls=len(response.tool_calls),
                        outcome="refusal" if response.refusal else
