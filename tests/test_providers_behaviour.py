@@ -294,6 +294,21 @@ def test_anthropic_max_tokens_stop_is_truncated(tmp_path):
     assert len(server.requests) == 1
 
 
+def test_an_anthropic_answer_cut_off_by_the_context_window_says_so(tmp_path):
+    source = ('model Main {\n  provider: "anthropic"\n  name: "claude-sonnet-4-5"\n}\n'
+              + ANSWER_AGENT)
+    with anthropic_fake.server() as server:
+        server.reply(message([text('{"summary": "The')], stop="model_context_window_exceeded"))
+        config = {"models": {"Main": {"base_url": server.base_url}}}
+        s = setup(source, tmp_path, config=config, env=ANTHROPIC_ENV)
+        err = s.error()
+    assert err.code == "MODEL_OUTPUT_TRUNCATED"
+    assert err.message == ("Model 'Main' stopped at the end of its context window before its "
+                           "answer to A.run.ask was complete; shorten the prompt, or lower "
+                           "tool_result_max_chars.")
+    assert len(server.requests) == 1
+
+
 # ------------------------------------------------------------------ refusals and filters
 
 

@@ -29,8 +29,8 @@ Which models have structured outputs and refuse forcing: facts from pydantic-ai
 
 from __future__ import annotations
 
-import re
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -46,7 +46,7 @@ ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
 ANTHROPIC_KEY_ENV = "ANTHROPIC_API_KEY"
 DEFAULT_MAX_TOKENS = 4096
-TRUNCATED_STOPS = frozenset({"max_tokens", "model_context_window_exceeded"})
+TRUNCATED_STOPS = {"max_tokens": "max_tokens", "model_context_window_exceeded": "context_window"}
 _CLAUDE_ID = re.compile(r"claude-([a-z]+)-([0-9]+)(?:-([0-9]{1,2})(?![0-9]))?")
 _NEVER_FORCED = ("claude-fable", "claude-mythos")
 # keywords structured outputs does not take; said in the description instead
@@ -242,7 +242,8 @@ class AnthropicProvider:
         content = answer if answer is not None else ("".join(texts) if texts else None)
         return ChatResponse(content=content, tool_calls=tuple(calls),
                             finish_reason=stop if isinstance(stop, str) else None,
-                            usage=_usage(body.get("usage")), truncated=stop in TRUNCATED_STOPS)
+                            usage=_usage(body.get("usage")),
+                            truncated=TRUNCATED_STOPS.get(stop) if isinstance(stop, str) else None)
 
 
 def _refusal_reason(details: Any) -> str:

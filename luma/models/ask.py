@@ -559,7 +559,10 @@ class _Flow:
         if usage.reasoning_tokens:
             spent = (f" ({usage.reasoning_tokens} of its {usage.output_tokens} output tokens "
                      "went to reasoning)")
-        if limit is not None:
+        if response.truncated == "context_window":
+            where = "the end of its context window"
+            advice = "shorten the prompt, or lower tool_result_max_chars"
+        elif limit is not None:
             where = f"its output limit (max_tokens: {limit})"
             advice = "raise max_tokens"
         else:

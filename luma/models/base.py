@@ -102,7 +102,9 @@ class ChatResponse:
     finish_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
     refusal: str | None = None
-    truncated: bool = False   # the answer stopped at the output-token limit (a cut-off answer)
+    # a cut-off answer: "max_tokens" (the output-token limit) or "context_window" (the model's
+    # context filled up); None for a whole answer
+    truncated: str | None = None
 
 
 class Provider(Protocol):

@@ -188,7 +188,7 @@ class GeminiProvider:
         return ChatResponse(content=text, tool_calls=tuple(calls),
                             finish_reason=finish if isinstance(finish, str) else None,
                             usage=_usage(body.get("usageMetadata")),
-                            truncated=finish == "MAX_TOKENS")
+                            truncated="max_tokens" if finish == "MAX_TOKENS" else None)
 
     def _synthetic_id(self) -> str:
         self._calls += 1

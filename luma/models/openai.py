@@ -229,7 +229,7 @@ class OpenAIProvider:
         for i, raw in enumerate(message.get("tool_calls") or []):
             function = raw.get("function") if isinstance(raw, dict) else None
             if not isinstance(function, dict) or not isinstance(function.get("name"), str) \
-                    or raw.get("id") is not None and not isinstance(raw.get("id"), str):
+                    or (raw.get("id") is not None and not isinstance(raw.get("id"), str)):
                 raise bad_response(endpoint, f"tool_calls[{i}] has no function or name")
             arguments = function.get("arguments", "")
             if not isinstance(arguments, str):
@@ -243,7 +243,8 @@ class OpenAIProvider:
             self._message_extra[calls[0].id] = message["extra_content"]
         return ChatResponse(content=content, tool_calls=tuple(calls),
                             finish_reason=finish if isinstance(finish, str) else None,
-                            usage=_usage(body.get("usage")), truncated=finish == "length")
+                            usage=_usage(body.get("usage")),
+                            truncated="max_tokens" if finish == "length" else None)
 
 
 def _without_strict_nulls(response: ChatResponse, request: ChatRequest,
