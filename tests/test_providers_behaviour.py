@@ -92,6 +92,7 @@ def test_an_azure_reasoning_deployment_gets_max_completion_tokens():
     assert r.content == "done"
     body = server.requests[0].body
     assert body["max_completion_tokens"] == 300 and "max_tokens" not in body
+    assert server.requests[0].query["api-version"] == ["2025-04-01-preview"]
 
 
 def test_reasoning_true_and_reasoning_effort_reach_a_compatible_server():

@@ -43,6 +43,7 @@ from luma.runtime.errors import LumaError
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 AZURE_API_VERSION = "2024-10-21"   # the current GA data-plane version with structured outputs
+AZURE_REASONING_API_VERSION = "2025-04-01-preview"   # reasoning deployments need a preview one
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
 AZURE_KEY_ENV = "AZURE_OPENAI_API_KEY"
 SYNTHETIC_ID_PREFIX = "luma-call-"   # ids Luma gave to calls that came without a usable one
@@ -94,7 +95,9 @@ class OpenAIProvider:
     def url(self) -> str:
         base = (self.settings.base_url or OPENAI_BASE_URL).rstrip("/")
         if self.azure:
-            version = self.settings.api_version or AZURE_API_VERSION
+            reasoning = reasoning_of(self.settings.model, self.settings.reasoning) is not None
+            version = self.settings.api_version or (AZURE_REASONING_API_VERSION if reasoning
+                                                    else AZURE_API_VERSION)
             return (f"{base}/openai/deployments/{self.settings.model}/chat/completions"
                     f"?api-version={version}")
         return f"{base}/chat/completions"

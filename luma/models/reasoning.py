@@ -15,6 +15,8 @@ and whether ``reasoning_effort: "none"`` turns reasoning off:
 - ``gpt-6`` and later: always reason;
 - ``gpt-5-chat…`` and every other id: do not reason.
 
+``gpt-5-1`` reads as ``gpt-5.1`` (Azure deployment names have no dots).
+
 On Chat Completions, ``gpt-5.2`` and later ``gpt-5.N`` models (not the ``-chat``, ``-pro`` and
 ``-codex`` variants) refuse function tools next to any reasoning: with tools, they must be sent
 ``reasoning_effort: "none"`` (``tools_need_no_reasoning``).
@@ -41,7 +43,8 @@ EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 REASONING_PROVIDERS = ("openai", "azure")
 
 _O_SERIES = re.compile(r"o[0-9]")
-_GPT5_MINOR = re.compile(r"gpt-5\.([0-9]+)(.*)")
+# gpt-5.N, and gpt-5-N as Azure deployments spell it (not a dated gpt-5-2025-08-07)
+_GPT5_MINOR = re.compile(r"gpt-5[.-]([0-9]{1,2})(?![0-9])(.*)")
 _GPT_MAJOR = re.compile(r"gpt-([0-9]+)(?![0-9.])")
 _NO_SAMPLING_CLAUDE = ("claude-fable", "claude-mythos", "claude-opus-4-7", "claude-opus-4-8",
                        "claude-opus-5", "claude-sonnet-5")
