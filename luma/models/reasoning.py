@@ -25,7 +25,7 @@ The model key ``reasoning`` overrides the rule, for an Azure deployment or a com
 whose names say nothing: ``true`` reads as "reasons unless ``reasoning_effort`` is ``"none"``",
 ``false`` as "does not reason".
 
-Anthropic's Claude Opus 4.7 and later, Sonnet 5 and the Fable and Mythos models refuse
+Anthropic's Claude Opus 4.7, 4.8 and 5, Sonnet 5, Fable 5 and Mythos 5 refuse
 ``temperature`` and ``top_p`` altogether.
 
 Facts from pydantic-ai ``pydantic_ai_slim/pydantic_ai/profiles/openai.py`` (verified there
@@ -46,7 +46,7 @@ _O_SERIES = re.compile(r"o[0-9]")
 # gpt-5.N, and gpt-5-N as Azure deployments spell it (not a dated gpt-5-2025-08-07)
 _GPT5_MINOR = re.compile(r"gpt-5[.-]([0-9]{1,2})(?![0-9])(.*)")
 _GPT_MAJOR = re.compile(r"gpt-([0-9]+)(?![0-9.])")
-_NO_SAMPLING_CLAUDE = ("claude-fable", "claude-mythos", "claude-opus-4-7", "claude-opus-4-8",
+_NO_SAMPLING_CLAUDE = ("claude-fable-5", "claude-mythos-5", "claude-opus-4-7", "claude-opus-4-8",
                        "claude-opus-5", "claude-sonnet-5")
 
 
