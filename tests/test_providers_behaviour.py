@@ -628,6 +628,21 @@ def test_a_refused_forced_tool_choice_is_sent_again_as_auto_and_then_never_force
         {"type": "tool", "name": "calculate"}, {"type": "auto"}, {"type": "auto"}]
 
 
+def test_an_endpoint_that_refuses_output_config_gets_the_final_answer_tool():
+    def validate(req: Captured) -> Reply | None:
+        if "output_config" in req.body:
+            return error("output_config: Extra inputs are not permitted")
+        return anthropic_fake.validate(req)
+    with FakeServer(validate) as server:
+        server.reply(message([tool_use("t9", "final_answer", {"amount": 2})], "tool_use"))
+        server.reply(message([tool_use("t8", "final_answer", {"amount": 3})], "tool_use"))
+        p = anthropic(server, "claude-sonnet-4-5")
+        request = ChatRequest(p.settings, (user("x"),), response_format=PAYMENT)
+        first, second = turns(p, request, request)
+    assert [json.loads(r.content) for r in (first, second)] == [{"amount": 2}, {"amount": 3}]
+    assert ["output_config" in r.body for r in server.requests] == [True, False, False]
+
+
 def test_a_model_that_never_takes_a_forced_tool_choice_is_sent_auto():
     with structured_server() as server:
         server.reply(message([tool_use("t1", "calculate", {"a": 1, "b": 2,

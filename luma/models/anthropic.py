@@ -13,6 +13,8 @@ Wire format (``POST {base}/v1/messages``, headers ``x-api-key`` and ``anthropic-
   the answer as the text) on the models that have structured outputs (Claude Haiku 4.5, Sonnet
   4.5 and later, Opus 4.1 and later, the 5 family), when the schema fits its limits; else a
   forced final-answer tool, whose input is the answer;
+- when the endpoint refuses ``output_config`` (a gateway without structured outputs), the
+  request is sent once more with the forced final-answer tool, and so are the later ones;
 - a forced ``tool_choice`` is not sent to the models that refuse it (Claude Fable and Mythos);
   when the API refuses one (``Thinking may not be enabled when tool_choice forces tool use.``,
   or a model that never takes one), the request is sent once more with ``auto``, and this model
@@ -147,7 +149,9 @@ class AnthropicProvider:
         self.http = http
         self.env = env
         require_model_id(settings)
-        self._forcing = takes_forced_tool(settings.model)   # False once the API refused it
+        # what this model takes, until the API says otherwise
+        self._forcing = takes_forced_tool(settings.model)
+        self._structured = has_structured_outputs(settings.model)
 
     def url(self) -> str:
         return f"{(self.settings.base_url or ANTHROPIC_BASE_URL).rstrip('/')}/v1/messages"
@@ -155,16 +159,19 @@ class AnthropicProvider:
     async def complete(self, request: ChatRequest) -> ChatResponse:
         key, key_env = api_key(self.settings, self.env, ANTHROPIC_KEY_ENV)
         endpoint = ModelEndpoint(self.settings, "Anthropic", key_env, (key,))
-        body, final = self.request_body(request)
         headers = {"x-api-key": key, "anthropic-version": ANTHROPIC_VERSION}
-        try:
-            answer = await self.http.post_json(endpoint, self.url(), headers, body)
-        except LumaError as err:
-            if not (self._forcing and _forcing_refused(err, body)):
-                raise
-            self._forcing = False    # thinking is on, or the model never takes a forced tool
+        while True:
             body, final = self.request_body(request)
-            answer = await self.http.post_json(endpoint, self.url(), headers, body)
+            try:
+                answer = await self.http.post_json(endpoint, self.url(), headers, body)
+                break
+            except LumaError as err:
+                if self._forcing and _forcing_refused(err, body):
+                    self._forcing = False   # thinking is on, or the model never takes one
+                elif self._structured and _structured_refused(err, body):
+                    self._structured = False    # an endpoint without structured outputs
+                else:
+                    raise
         return self.parse_response(endpoint, answer, final)
 
     async def aclose(self) -> None:
@@ -184,8 +191,7 @@ class AnthropicProvider:
         choice: dict[str, Any] | None = _tool_choice(request.tool_choice) if tools else None
         final = None
         fmt = request.response_format
-        native = output_schema(fmt.schema) if fmt is not None and \
-            has_structured_outputs(s.model) else None
+        native = output_schema(fmt.schema) if fmt is not None and self._structured else None
         if native is not None:
             body["output_config"] = {"format": {"type": "json_schema", "schema": native}}
         elif fmt is not None:
@@ -264,6 +270,15 @@ def _forcing_refused(err: LumaError, body: dict[str, Any]) -> bool:
     return (err.code == "MODEL_HTTP_ERROR" and (err.details or {}).get("status") == 400
             and isinstance(choice, dict) and choice.get("type") in ("tool", "any")
             and "forces tool use" in err.message)
+
+
+def _structured_refused(err: LumaError, body: dict[str, Any]) -> bool:
+    """The endpoint refused the ``output_config.format`` this request sent (a gateway or a
+    platform that does not have structured outputs for the model)."""
+    text = err.message.lower()
+    return (err.code == "MODEL_HTTP_ERROR" and (err.details or {}).get("status") == 400
+            and "output_config" in body
+            and any(w in text for w in ("output_config", "output format", "structured output")))
 
 
 def _messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
