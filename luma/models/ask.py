@@ -397,9 +397,13 @@ class _Flow:
         usage = response.usage
         telemetry.emit("ask.response", **common, tokens_in=usage.input_tokens,
                        tokens_out=usage.output_tokens, cached_tokens=usage.cached_tokens,
+                       reasoning_tokens=usage.reasoning_tokens,
                        latency_ms=_ms(started), finish_reason=response.finish_reason,
                        tool_calls=len(response.tool_calls),
-                       outcome="refusal" if response.refusal else "ok")
+                       outcome="refusal" if response.refusal else
+                       "MODEL_OUTPUT_TRUNCATED" if response.truncated else "ok")
+        if response.truncated:
+            raise self._truncated(response)
         if response.refusal:
             raise LumaError("MODEL_REFUSAL", f"Model '{self.settings.name}' refused to answer: "
                             f"{' '.join(response.refusal.split())[:200]}",
@@ -545,6 +549,32 @@ class _Flow:
 
     def _type_text(self) -> str:
         return self.shape.name if self.shape.name != "answer" else "the requested type"
+
+    def _truncated(self, response: ChatResponse) -> LumaError:
+        """``MODEL_OUTPUT_TRUNCATED``: the answer stopped at the output limit. Not retried: the
+        same request with the same limit would stop at the same place."""
+        limit = self.settings.max_tokens
+        usage = response.usage
+        spent = ""
+        if usage.reasoning_tokens:
+            spent = (f" ({usage.reasoning_tokens} of its {usage.output_tokens} output tokens "
+                     "went to reasoning)")
+        if response.truncated == "context_window":
+            where = "the end of its context window"
+            advice = "shorten the prompt, or lower tool_result_max_chars"
+        elif limit is not None:
+            where = f"its output limit (max_tokens: {limit})"
+            advice = "raise max_tokens"
+        else:
+            where = "the provider's default output limit"
+            advice = "set max_tokens higher"
+        if spent and self.settings.provider in ("openai", "azure"):
+            advice += " or lower reasoning_effort"
+        return LumaError("MODEL_OUTPUT_TRUNCATED",
+                         f"Model '{self.settings.name}' stopped at {where} before its answer "
+                         f"to {self.where} was complete{spent}; {advice}.",
+                         details={"max_tokens": limit, "output_tokens": usage.output_tokens,
+                                  "finish_reason": response.finish_reason})
 
     def _tool_limit(self) -> LumaError:
         limit = self.conf.tool_rate_limit

@@ -15,7 +15,8 @@ Wire format (``POST {base}/v1beta/models/{model}:generateContent``, header ``x-g
   to function declarations, so with tools the answer is asked for as a forced final-answer
   function;
 - ``usageMetadata`` ``promptTokenCount``, ``candidatesTokenCount``, ``thoughtsTokenCount``,
-  ``cachedContentTokenCount``; a blocked prompt or a safety stop is a refusal.
+  ``cachedContentTokenCount``; a blocked prompt or a safety stop is a refusal; ``finishReason:
+  MAX_TOKENS`` (with or without parts) is a cut-off answer.
 
 Gemini 3 attaches a ``thoughtSignature`` to function-call parts and wants it back with the call
 in the next request: the provider remembers it by call id for the run.
@@ -187,7 +188,8 @@ class GeminiProvider:
         text = answer if answer is not None else ("".join(texts) if texts else None)
         return ChatResponse(content=text, tool_calls=tuple(calls),
                             finish_reason=finish if isinstance(finish, str) else None,
-                            usage=_usage(body.get("usageMetadata")))
+                            usage=_usage(body.get("usageMetadata")),
+                            truncated="max_tokens" if finish == "MAX_TOKENS" else None)
 
     def _synthetic_id(self) -> str:
         self._calls += 1
@@ -221,7 +223,8 @@ def _usage(raw: Any) -> Usage:
     if not isinstance(raw, dict):
         return Usage()
     cached = raw.get("cachedContentTokenCount")
+    thoughts = raw.get("thoughtsTokenCount")
     return Usage(input_tokens=as_int(raw.get("promptTokenCount")),
-                 output_tokens=as_int(raw.get("candidatesTokenCount"))
-                 + as_int(raw.get("thoughtsTokenCount")),
-                 cached_tokens=cached if isinstance(cached, int) else None)
+                 output_tokens=as_int(raw.get("candidatesTokenCount")) + as_int(thoughts),
+                 cached_tokens=cached if isinstance(cached, int) else None,
+                 reasoning_tokens=thoughts if isinstance(thoughts, int) else None)

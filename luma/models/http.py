@@ -37,6 +37,8 @@ BACKOFF_CAP_S = 8.0
 RETRY_AFTER_CAP_S = 60.0   # a longer Retry-After is not waited for: the error comes at once
 EXCERPT_CHARS = 200
 
+RefusalReader = Callable[[int, bytes], "str | None"]
+
 
 def new_http_client() -> httpx.AsyncClient:
     """The client a run shares between its providers (connection pooling, keep-alive)."""
@@ -121,8 +123,11 @@ class ModelHttp:
             self._client = None
 
     async def post_json(self, endpoint: ModelEndpoint, url: str, headers: Mapping[str, str],
-                        body: Any) -> Any:
-        """POST ``body`` as JSON and return the decoded JSON answer of a 2xx response."""
+                        body: Any, *, refused: RefusalReader | None = None) -> Any:
+        """POST ``body`` as JSON and return the decoded JSON answer of a 2xx response.
+
+        ``refused`` reads an error response as the provider's refusal (Azure's content filter
+        answers 400): when it gives a reason, the error is ``MODEL_REFUSAL``, not retried."""
         if self.recording is not None:
             for secret in endpoint.secrets:
                 self.recording.add_secret(secret)
@@ -162,6 +167,9 @@ class ModelHttp:
                                 f"Model '{endpoint.model_name}': {endpoint.provider_label} did not "
                                 f"accept the API key{where} (HTTP {status}).",
                                 details={"status": status})
+            reason = refused(status, content) if refused is not None else None
+            if reason is not None:
+                raise refusal(endpoint, reason)
             retryable = status in RETRYABLE_STATUS or status >= 500
             if retryable and not last:
                 delay = retry_after(response_headers, time.time())

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from luma.models.base import ModelSettings
+from luma.models.reasoning import EFFORTS, REASONING_PROVIDERS, effort_problem, sampling_problem
 from luma.runtime.errors import LumaError
 from luma.schema.values import constant_value
 from luma.syntax import ast
@@ -35,7 +36,7 @@ DEFAULT_MAX_RETRIES = 2
 
 MODEL_KEYS = ("provider", "name", "base_url", "api_key_env", "api_version", "temperature",
               "max_tokens", "top_p", "timeout", "max_retries", "strict", "call_tools",
-              "responses")
+              "responses", "reasoning_effort", "reasoning")
 
 
 class ModelConfigError(Exception):
@@ -75,7 +76,9 @@ class ModelResolver:
             override = overrides.get(decl.name)
             if override is not None:
                 values.update(_checked_override(decl.name, override, problems))
-            self.models[decl.name] = self._settings(decl.name, values)
+            settings = self.models[decl.name] = self._settings(decl.name, values)
+            if override is not None:
+                problems.extend(_reasoning_problems(settings))
         if OFFLINE_MODEL not in self.models:
             values = {"provider": "test"}
             override = overrides.get(OFFLINE_MODEL)
@@ -116,6 +119,8 @@ class ModelResolver:
         if max_tokens is None and provider == "anthropic":
             max_tokens = ANTHROPIC_MAX_TOKENS
         strict = values.get("strict")
+        effort = values.get("reasoning_effort")
+        reasoning = values.get("reasoning")
         return ModelSettings(
             name=name,
             provider=provider,
@@ -129,6 +134,8 @@ class ModelResolver:
             timeout_ms=_int_or_none(values.get("timeout")) or DEFAULT_TIMEOUT_MS,
             max_retries=_int_or(values.get("max_retries"), DEFAULT_MAX_RETRIES),
             strict=strict if isinstance(strict, bool) else None,
+            reasoning_effort=effort if isinstance(effort, str) and effort in EFFORTS else None,
+            reasoning=reasoning if isinstance(reasoning, bool) else None,
             call_tools=call_tools,
             responses=responses,
         )
@@ -225,13 +232,35 @@ def _expected(key: str, value: Any) -> str | None:
         return None if type(value) is int and value >= 1 else "an integer ≥ 1"
     if key == "max_retries":
         return None if type(value) is int and value >= 0 else "an integer ≥ 0"
-    if key == "strict":
+    if key in ("strict", "reasoning"):
         return None if isinstance(value, bool) else "true or false"
+    if key == "reasoning_effort":
+        return None if value in EFFORTS else "one of " + ", ".join(EFFORTS)
     if key == "call_tools":
         ok = value in ("all", "none") or (isinstance(value, list)
                                          and all(isinstance(v, str) for v in value))
         return None if ok else '"all", "none" or a list of tool names'
     return None
+
+
+def _reasoning_problems(settings: ModelSettings) -> list[str]:
+    """What the model refuses in the settings a config override produced (a reasoning
+    model's sampling keys, a Claude model that takes none; the declaration alone is checked by
+    the checker)."""
+    where = f"luma.config.json: models.{settings.name}"
+    out = []
+    if settings.reasoning_effort is not None and settings.provider in REASONING_PROVIDERS:
+        problem = effort_problem(settings.name, settings.model, settings.reasoning,
+                                 settings.reasoning_effort)
+        if problem is not None:
+            out.append(f"{where}: {problem}")
+    for key, value in (("temperature", settings.temperature), ("top_p", settings.top_p)):
+        if value is not None:
+            problem = sampling_problem(settings.provider, settings.name, settings.model,
+                                       settings.reasoning, settings.reasoning_effort, key, value)
+            if problem is not None:
+                out.append(f"{where}: {problem}")
+    return out
 
 
 def _known(models: Mapping[str, ModelSettings]) -> str:
