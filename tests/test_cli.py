@@ -176,7 +176,8 @@ def test_a_path_that_does_not_exist_is_a_usage_error(run) -> None:
 
 
 @pytest.mark.parametrize("args, message", [
-    (["check", "--bogus"], "luma check: error: unrecognized arguments: --bogus"),
+    (["check", "--bogus"], "luma check: error: unknown option '--bogus'"),
+    (["check", "--strct"], "luma check: error: unknown option '--strct' (did you mean '--strict'?)"),
     (["check", "--format", "xml"], "luma check: error: argument --format: invalid choice: 'xml' "
                                    "(choose from 'text', 'json', 'github', 'sarif')"),
     (["check", "--color", "sometimes"], "luma check: error: argument --color: invalid choice: "
