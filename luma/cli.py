@@ -525,8 +525,6 @@ def _reopen_closed_streams() -> None:
 
 
 def _silence_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
+    from luma.outputs import discard_stream
+
+    discard_stream(sys.stdout)

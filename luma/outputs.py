@@ -14,6 +14,7 @@ import os
 import stat
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import IO
 
 HEAD_BYTES = 4096
 """How much of an existing file a recogniser is given."""
@@ -66,3 +67,14 @@ def protected_inputs(program: str | Path, config: str | Path | None,
         out[Path(config).resolve()] = "it is the config file of this program"
     out[Path(program).resolve()] = "it is the program's source file"
     return out
+
+
+def discard_stream(stream: IO[str]) -> None:
+    """Point a standard stream that failed (a full disk, a reader gone) at the null device, so
+    that what is still buffered in it is not retried, and reported again, when Python exits."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass

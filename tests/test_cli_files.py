@@ -110,6 +110,10 @@ def test_the_trace_refuses_a_file_that_is_not_a_trace(project: Path) -> None:
     assert r.stderr == ("error: refusing to write notes.txt: the file exists and was not "
                         "written by luma (remove it first to replace it)\n")
     assert notes.read_text() == "my notes\n"
+    (project / "loud.py").write_text("open('imported.txt', 'w').close()\n" + TOOLS)
+    r = luma("prog.luma", "--tool-module", "loud.py", "--trace", "notes.txt", cwd=project)
+    assert r.code == 2
+    assert not (project / "imported.txt").exists()  # refused before any module code ran
     r = luma("prog.luma", "--tool-module", "tools.py", "--trace", "tools.py", cwd=project)
     assert r.code == 2
     assert r.stderr == "error: refusing to write tools.py: it is a tool module of this program\n"

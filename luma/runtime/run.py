@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,21 +88,12 @@ def run_checked(checked: CheckedFile, options: RunOptions, *, stdout: IO[str] | 
     except BrokenPipeError:
         raise  # the reader went away: nothing to say (the command line handles it)
     except OSError as exc:
-        _discard_unwritten(out)
+        from luma.outputs import discard_stream
+
+        discard_stream(out)
         err.write(f"error: cannot write the result to stdout: {exc.strerror or exc}\n")
         return EXIT_FAILED
     return EXIT_OK
-
-
-def _discard_unwritten(stream: IO[str]) -> None:
-    """Point a stream that failed (a full disk) at the null device, so that what is still
-    buffered in it is not retried, and reported again, when Python exits."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, stream.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass
 
 
 @dataclass(slots=True)
@@ -128,6 +118,7 @@ def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str]) -> tuple
         config = find_config(program_path, options.config_path)
     except ConfigError as exc:
         raise StartError([f"{exc.path}: {m}" for m in exc.messages]) from None
+    _guard_outputs(options, program_inputs(program_path, options, config))  # before any code
 
     handlers, limits = _load_handlers(program_path, options, config)
     missing = [t.name for t in program.tools if t.name not in handlers]
@@ -135,7 +126,6 @@ def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str]) -> tuple
         raise StartError([f"'{name}' is not registered in the tool registry." for name in missing])
 
     target = choose_target(checked, options)
-    _guard_outputs(options, program_inputs(program_path, options, config))
     try:
         telemetry = Telemetry(options.trace, verbose=options.verbose, stderr=stderr)
     except OSError as exc:
