@@ -408,6 +408,8 @@ def _generate_tool_types(checked: Any, out: str, options: Any) -> int:
 
 def _export_parser() -> _Parser:
     parser = _Parser(prog="luma export", allow_abbrev=False,
+                     usage="luma export PROGRAM.luma --provider openai|azure|anthropic|gemini "
+                           "[--agent NAME] [options]",
                      description="Print the JSON tool declarations a provider would receive.")
     parser.add_argument("program", metavar="PROGRAM.luma", nargs="?")
     parser.add_argument("--agent", metavar="NAME",
@@ -433,7 +435,12 @@ def export_command(argv: Sequence[str]) -> int:
     from luma.runtime.errors import LumaError
     from luma.syntax.render import render_text, source_lookup
 
-    checked = check_file(args.program)
+    try:
+        checked = check_file(args.program)
+    except OSError as exc:
+        print(f"luma export: error: cannot read {args.program}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return EXIT_USAGE
     if checked.has_errors:
         sys.stderr.write(render_text(checked.diagnostics, source_lookup([checked.source]),
                                      color=_use_color(args.color, sys.stderr)))

@@ -134,6 +134,13 @@ def test_a_models_entry_naming_no_model_is_a_config_error(project: Path) -> None
     assert (r.code, r.stdout) == (2, "")
     assert r.stderr == "error: conf.json: models.Remtoe: unknown model; did you mean 'Remote'?\n"
     assert not (project / "saved.txt").exists()
+    (project / "sub").mkdir()
+    (project / "sub" / "models.luma").write_text(MODELS)
+    (project / "sub" / "luma.config.json").write_text('{"models": {"tset": {}}}')
+    r = luma("sub/models.luma", "--tool-module", "tools.py", "--agent", "Offline", cwd=project)
+    assert r.code == 2
+    assert r.stderr == ("error: sub/luma.config.json: models.tset: unknown model; did you mean "
+                        "'test'?\n")
 
 
 def test_model_errors_name_the_config_file_given(project: Path) -> None:

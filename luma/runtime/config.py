@@ -197,7 +197,7 @@ def config_location(program_path: str | Path, explicit: str | None = None) -> Pa
     beside the program when there is one, else None."""
     if explicit is not None:
         return Path(explicit)
-    beside = Path(program_path).resolve().parent / CONFIG_NAME
+    beside = Path(program_path).parent / CONFIG_NAME  # named as the program was
     return beside if beside.is_file() else None
 
 
