@@ -59,7 +59,7 @@ class _Parser(argparse.ArgumentParser):
                 from luma.syntax.diagnostics import did_you_mean
 
                 option = extra.partition("=")[0]
-                known = [o for a in self._actions for o in a.option_strings] + ["--version"]
+                known = [o for a in self._actions for o in a.option_strings]
                 hint = did_you_mean(option, sorted(set(known)))
                 self.error(f"unknown option '{option}'" + (f" ({hint})" if hint else ""))
         if extras:

@@ -295,3 +295,7 @@ def test_a_folder_as_tool_module_is_not_called_missing(project: Path) -> None:
     assert r.code == 2
     assert r.stderr == ("error: Tool module './mods' (tool_modules[0]) is a folder, not a "
                         "Python file.\n")
+    r = luma("check", "models.luma", cwd=project)
+    assert r.code == 1
+    assert r.stderr.startswith("luma.config.json:1:19: error[E041]: Tool module './mods' "
+                               "(tool_modules[0]) is a folder, not a Python file.\n")
