@@ -122,6 +122,11 @@ def _top_help() -> str:
     return _top_usage() + "\n\n" + _COMMANDS + "\n" + _ENVIRONMENT
 
 
+def _top_parser() -> _Parser:
+    """The parser whose usage line is ``luma``'s own (for errors that concern no command)."""
+    return _Parser(prog="luma", usage=_top_usage()[len("usage: "):])
+
+
 def _version() -> str:
     from luma import __version__
 
@@ -156,7 +161,7 @@ def help_command(argv: Sequence[str]) -> int:
     """``luma help [COMMAND]``: the help of the command (or of ``luma``), on stdout."""
     parsers = {"check": _check_parser, "run": lambda: _run_parser("luma run"),
                "export": _export_parser}
-    usage = _Parser(prog="luma", usage=_top_usage()[len("usage: "):])
+    usage = _top_parser()
     if len(argv) > 1:
         usage.error(f"unexpected argument '{argv[1]}' (luma help takes one command)")
     if not argv or argv[0] == "help":
@@ -338,7 +343,7 @@ def run_command(argv: Sequence[str], prog: str = "luma") -> int:
     if prog == "luma" and argv and not argv[0].startswith("-"):
         unknown = _unknown_command(argv[0])
         if unknown is not None:  # ``luma chek x.luma``: a mistyped command, not a program
-            parser.error(unknown)
+            _top_parser().error(unknown)
     args = parser.parse_checked(argv)
     if args.program is None:
         parser.error("the following arguments are required: PROGRAM.luma")
