@@ -88,7 +88,7 @@ class HostCheck:
 
     def _load(self, path: Path, entry: _ConfigEntry | None,
               out: list[Diagnostic]) -> ToolModule | None:
-        from luma.runtime.modules import ToolModuleError, load_tool_module
+        from luma.runtime.modules import ToolModuleError, load_tool_module, not_a_module_file
 
         key = path.resolve()
         if key in self._modules:
@@ -96,8 +96,9 @@ class HostCheck:
         module: ToolModule | None = None
         if entry is not None and not path.is_file():
             # Said where it was written: the config entry, with the path as written there.
-            self._report(out, "E041", f"Tool module '{entry.written}' ({entry.key}) does not "
-                         "exist.", entry.span,
+            missing = not_a_module_file(f"Tool module '{entry.written}' ({entry.key})", path,
+                                        entry.written)
+            self._report(out, "E041", missing.message, entry.span,
                          hint=f"tool_modules paths are relative to {CONFIG_NAME}'s folder")
         elif entry is not None and entry.manifest is not None:
             # A module is loaded for a check as it would be for a run: the manifest's path,

@@ -129,7 +129,8 @@ class AskEngine:
                 runtime.program, overrides=getattr(config, "models", None),
                 default_model=default_model,
                 config_default=getattr(config, "default_model", None),
-                base_dir=runtime.base_dir)
+                base_dir=runtime.base_dir,
+                config_name=getattr(config, "source", "luma.config.json"))
         except ModelConfigError as exc:
             raise StartError(exc.messages) from None
         self.wrap_provider = wrap_provider

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -78,6 +79,14 @@ def _body_bytes(entry: Mapping[str, Any]) -> bytes:
     if "body" in entry:
         return json.dumps(entry["body"], ensure_ascii=False).encode("utf-8")
     return str(entry.get("body_text", "")).encode("utf-8")
+
+
+_RECORDING_START = re.compile(rb'\s*\{\s*"luma_recording"\s*:')
+
+
+def is_recording(head: bytes) -> bool:
+    """Whether a file starting with ``head`` is a recording Luma wrote (its envelope)."""
+    return _RECORDING_START.match(head) is not None
 
 
 class Recording:

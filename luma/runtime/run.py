@@ -36,11 +36,22 @@ class RunOptions:
 
 
 class StartError(Exception):
-    """The program cannot start; ``lines`` are shown on stderr, one per problem."""
+    """The program cannot start; ``lines`` are shown on stderr, one per problem, as
+    ``error: line`` (``error[CODE]: line`` when the problem has a Luma error code)."""
 
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, lines: list[str], code: str | None = None) -> None:
         super().__init__("\n".join(lines))
         self.lines = lines
+        self.code = code
+
+
+class ArgumentsRefused(Exception):
+    """The method's arguments from ``--input``/``--arg`` do not fit its parameters: a bad
+    command line, found before any statement runs."""
+
+    def __init__(self, error: LumaError) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 
 def run_checked(checked: CheckedFile, options: RunOptions, *, stdout: IO[str] | None = None,
@@ -52,11 +63,15 @@ def run_checked(checked: CheckedFile, options: RunOptions, *, stdout: IO[str] | 
     try:
         runtime, target = prepare(checked, options, err)
     except StartError as exc:
+        prefix = f"error[{exc.code}]" if exc.code else "error"
         for line in exc.lines:
-            err.write(f"error: {line}\n")
+            err.write(f"{prefix}: {line}\n")
         return EXIT_START
     try:
         result = asyncio.run(_execute(runtime, target))
+    except ArgumentsRefused as exc:
+        err.write(describe_error(exc.error, checked))
+        return EXIT_START
     except LumaError as exc:
         err.write(describe_error(exc, checked))
         return EXIT_FAILED
@@ -67,8 +82,17 @@ def run_checked(checked: CheckedFile, options: RunOptions, *, stdout: IO[str] | 
     except (TypeError, ValueError) as exc:
         err.write(f"error[RESULT_INVALID]: the program's result is not a JSON value: {exc}\n")
         return EXIT_FAILED
-    out.write(text + "\n")
-    out.flush()
+    try:
+        out.write(text + "\n")
+        out.flush()
+    except BrokenPipeError:
+        raise  # the reader went away: nothing to say (the command line handles it)
+    except OSError as exc:
+        from luma.outputs import discard_stream
+
+        discard_stream(out)
+        err.write(f"error: cannot write the result to stdout: {exc.strerror or exc}\n")
+        return EXIT_FAILED
     return EXIT_OK
 
 
@@ -94,6 +118,7 @@ def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str]) -> tuple
         config = find_config(program_path, options.config_path)
     except ConfigError as exc:
         raise StartError([f"{exc.path}: {m}" for m in exc.messages]) from None
+    _guard_outputs(options, program_inputs(program_path, options, config))  # before any code
 
     handlers, limits = _load_handlers(program_path, options, config)
     missing = [t.name for t in program.tools if t.name not in handlers]
@@ -109,12 +134,79 @@ def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str]) -> tuple
     try:
         runtime = Runtime(program, handlers=handlers, config=config, telemetry=telemetry,
                           stderr=stderr, base_dir=str(program_path.resolve().parent))
+        runtime.concurrency_limits = limits
+        _attach_ask_engine(runtime, options)
+        _check_api_keys(runtime, target, options)
     except LumaError as exc:
         telemetry.close()
         raise StartError([exc.message]) from None
-    runtime.concurrency_limits = limits
-    _attach_ask_engine(runtime, options)
+    except StartError:
+        telemetry.close()
+        raise
     return runtime, target
+
+
+def program_inputs(program_path: Path, options: RunOptions, config: Any) -> dict[Path, str]:
+    """The files of the program that nothing Luma writes may replace: its source, its config
+    and its tool modules (resolved)."""
+    from luma.outputs import protected_inputs
+    from luma.runtime.config import config_location
+
+    project = program_path.resolve().parent
+    manifests = config.module_manifests() if config is not None else []
+    modules = [project / m.path for m in manifests] + [Path(m) for m in options.tool_modules]
+    return protected_inputs(program_path, config_location(program_path, options.config_path),
+                            modules)
+
+
+def codegen_inputs(checked: CheckedFile, options: RunOptions) -> dict[Path, str]:
+    """:func:`program_inputs` for generating tool types, which does not need the config: one
+    that cannot be read protects only itself and the command line's tool modules."""
+    from luma.runtime.config import ConfigError, find_config
+
+    program_path = Path(checked.source.path)
+    try:
+        config = find_config(program_path, options.config_path)
+    except ConfigError:
+        config = None
+    return program_inputs(program_path, options, config)
+
+
+def _guard_outputs(options: RunOptions, inputs: dict[Path, str]) -> None:
+    """``--trace`` and ``--record`` write only over their own earlier files."""
+    from luma.models.recording import is_recording
+    from luma.outputs import OutputRefused, guard_output
+    from luma.runtime.telemetry import is_trace
+
+    problems = []
+    for path, is_luma_file in ((options.trace, is_trace), (options.record, is_recording)):
+        if path is None:
+            continue
+        try:
+            guard_output(path, is_luma_file, protected=inputs)
+        except OutputRefused as exc:
+            problems.append(str(exc))
+    if problems:
+        raise StartError(problems)
+
+
+def _check_api_keys(runtime: Any, target: Target, options: RunOptions) -> None:
+    """Every model an ``ask`` of this run can reach has its API key, before anything runs: a
+    key found missing only at the ``ask`` would come after the tools before it had run. A
+    replay answers from the recording and needs no key."""
+    engine = getattr(runtime, "ask_engine", None)
+    if engine is None or options.replay is not None:
+        return
+    from luma.models.resolve import reachable_models, require_api_key
+
+    problems = []
+    for settings in reachable_models(runtime.program, engine.models, target.agent, target.fn):
+        try:
+            require_api_key(settings, runtime.env)
+        except LumaError as exc:
+            problems.append(exc.message)
+    if problems:
+        raise StartError(problems, code="MODEL_AUTH")
 
 
 def _load_handlers(program_path: Path, options: RunOptions,
@@ -167,27 +259,35 @@ def choose_target(checked: CheckedFile, options: RunOptions) -> Target:
 
 
 def _arguments(options: RunOptions) -> dict[str, Any]:
+    from luma.runtime.json_text import DuplicateKeyError, NotUtf8Error, decode_utf8, loads
+
     args: dict[str, Any] = {}
     if options.input is not None:
         text = options.input
         if text.startswith("@"):
             try:
-                text = Path(text[1:]).read_text(encoding="utf-8")
+                text = decode_utf8(Path(text[1:]).read_bytes())
             except OSError as exc:
                 raise StartError([f"--input: cannot read {text[1:]}: {exc.strerror or exc}"]) from None
+            except NotUtf8Error as exc:
+                raise StartError([f"--input: {text[1:]} {exc}"]) from None
         try:
-            value = json.loads(text)
+            value = loads(text)
         except json.JSONDecodeError as exc:
             raise StartError([f"--input is not valid JSON: {exc.msg} at line {exc.lineno} "
                               f"column {exc.colno}"]) from None
+        except DuplicateKeyError as exc:
+            raise StartError([f"--input: duplicate key '{p}'" for p in exc.paths]) from None
         if not isinstance(value, dict):
             raise StartError(["--input must be a JSON object of argument names to values"])
         args.update(value)
     for key, raw in options.args:
         try:
-            args[key] = json.loads(raw)
+            args[key] = loads(raw)
         except json.JSONDecodeError:
             args[key] = raw
+        except DuplicateKeyError as exc:
+            raise StartError([f"--arg {key}: duplicate key '{p}'" for p in exc.paths]) from None
     return args
 
 
@@ -208,6 +308,10 @@ async def _execute(runtime: Any, target: Target) -> Any:
         if target.agent is None:
             return await interpreter.run_top_level()
         assert target.fn is not None
+        try:
+            interpreter.check_arguments(target.agent, target.fn, target.args)
+        except LumaError as exc:
+            raise ArgumentsRefused(exc) from None
         return await interpreter.call_method(target.agent, target.fn, target.args)
     finally:
         close = getattr(runtime, "aclose", None)

@@ -5,10 +5,19 @@ also scrubs any value it was told is secret, as a second line of defence."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 from datetime import datetime, timezone
 from typing import IO, Any
+
+
+_TRACE_START = re.compile(rb'\{"ts": "[^"]*", "event": "')
+
+
+def is_trace(head: bytes) -> bool:
+    """Whether a file starting with ``head`` is a trace Luma wrote (its first event line)."""
+    return _TRACE_START.match(head) is not None
 
 
 class Telemetry:
@@ -17,6 +26,7 @@ class Telemetry:
         self.events: list[dict[str, Any]] = []
         self.verbose = verbose
         self.stderr = stderr if stderr is not None else sys.stderr
+        self.trace_path = trace_path
         self._trace: IO[str] | None = open(trace_path, "w", encoding="utf-8") if trace_path else None
         self._secrets: set[str] = set()
         self._lock = threading.Lock()
@@ -35,8 +45,11 @@ class Telemetry:
             if self._trace is not None or self.verbose:
                 line = self._scrub(json.dumps(record, ensure_ascii=False, default=str))
                 if self._trace is not None:
-                    self._trace.write(line + "\n")
-                    self._trace.flush()
+                    try:
+                        self._trace.write(line + "\n")
+                        self._trace.flush()
+                    except OSError as exc:
+                        self._trace_failed(exc)
                 if self.verbose:
                     self.stderr.write(self._scrub(_human(record)) + "\n")
         return record
@@ -47,10 +60,25 @@ class Telemetry:
                 text = text.replace(secret, "[secret]")
         return text
 
+    def _trace_failed(self, exc: OSError) -> None:
+        """A trace that cannot be written (a full disk) does not stop the run: the run's
+        effects matter more than its record. Say so once and stop writing it."""
+        trace, self._trace = self._trace, None
+        try:
+            if trace is not None:
+                trace.close()
+        except OSError:
+            pass
+        self.stderr.write(f"warning: cannot write the trace file {self.trace_path}: "
+                          f"{exc.strerror or exc}; the trace is incomplete\n")
+
     def close(self) -> None:
         if self._trace is not None:
-            self._trace.close()
-            self._trace = None
+            trace, self._trace = self._trace, None
+            try:
+                trace.close()
+            except OSError as exc:
+                self._trace_failed(exc)
 
 
 def _human(record: dict[str, Any]) -> str:
