@@ -333,3 +333,14 @@ def test_tool_results_win_over_the_prompt():
 def test_const_and_enum_still_decide():
     source = 'schema T { status: enum["open", "done"], n: int @range(3, 3) }'
     assert _answer(source, [{"status": "closed", "n": 4}], "9") == {"status": "open", "n": 3}
+
+
+def test_a_prompt_full_of_brackets_is_read_quickly():
+    import time
+
+    start = time.perf_counter()
+    seen = Seen.of([], "[" * 50_000 + ' {"words": 4} and 7')
+    assert time.perf_counter() - start < 2.0
+    # Only so many brackets are tried as the start of JSON; past them, numbers are numbers.
+    assert (seen.named, seen.numbers) == ({}, (4, 7))
+    assert Seen.of([], '[1, 2] {"words": 4} and 7').named == {"words": (4,)}

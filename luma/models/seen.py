@@ -25,6 +25,7 @@ _LABEL = re.compile(r"^\s*(?:(?:the|a|an|my|your|our)\s+)?([A-Za-z_][\w-]*)"
                     r"(?:\s+(?:is|are|was|were))?\s*:\s*(.*?)\s*$", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w])")
 _MAX_TEXT = 100_000  # a prompt or result longer than this is read up to here
+_MAX_ATTEMPTS = 1_000  # brackets in a prompt tried as the start of JSON
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,10 +92,12 @@ def _json_spans(text: str) -> tuple[str, list[Any]]:
     decoder = json.JSONDecoder()
     out: list[str] = []
     values: list[Any] = []
+    attempts = 0
     i = 0
     while i < len(text):
         ch = text[i]
-        if ch in "{[":
+        if ch in "{[" and attempts < _MAX_ATTEMPTS:
+            attempts += 1
             try:
                 value, end = decoder.raw_decode(text, i)
             except (ValueError, RecursionError):
