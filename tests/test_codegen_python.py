@@ -220,5 +220,7 @@ def test_generated_types_type_check_in_the_installed_environment(tmp_path: Path)
          "--cache-dir", str(tmp_path / ".cache"), "tools_types.py", "tools_ok.py"],
         cwd=project, env=env, capture_output=True, text=True, timeout=300,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 0, (
+        "mypy cannot see the installed luma (install it as the Makefile does, in strict "
+        "editable mode):\n" + done.stdout + done.stderr)
     assert "Success: no issues found in 2 source files" in done.stdout
