@@ -190,6 +190,12 @@ def _check_parser() -> _Parser:
     parser.add_argument("--strict", action="store_true", help="fail on warnings too")
     parser.add_argument("--tool-module", action="append", default=[], metavar="PATH",
                         help="a Python tool module; report tools without a handler (repeatable)")
+    parser.add_argument("--config", metavar="PATH",
+                        help="the config of every program checked (default: luma.config.json "
+                             "beside each program)")
+    parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                        help="skip files and folders whose path or name matches GLOB "
+                             "(repeatable)")
     _add_color(parser)
     parser.add_argument("--version", action=_Version)
     return parser
@@ -202,7 +208,7 @@ def _plain_check_args(argv: Sequence[str]) -> argparse.Namespace | None:
     if not all(a and not a.startswith("-") for a in argv):
         return None
     return argparse.Namespace(paths=list(argv), format="text", strict=False, tool_module=[],
-                              color="auto")
+                              config=None, exclude=[], color="auto")
 
 
 def check_command(argv: Sequence[str], whole_process: bool = False) -> int:
@@ -219,11 +225,14 @@ def check_command(argv: Sequence[str], whole_process: bool = False) -> int:
     for path in args.tool_module:
         if not os.path.isfile(path):
             _check_parser().error(f"tool module is not a file: {path}")
+    if args.config is not None and not os.path.isfile(args.config):
+        what = "is not a file" if os.path.exists(args.config) else "does not exist"
+        _check_parser().error(f"config {what}: {args.config}")
 
     import gc
     from pathlib import Path
 
-    from luma.check.host import CONFIG_NAME, HostCheck
+    from luma.check.host import HostCheck
     from luma.compile import check_files, find_luma_files
     from luma.syntax.diagnostics import Diagnostic
     from luma.syntax.render import render, source_lookup
@@ -232,18 +241,18 @@ def check_command(argv: Sequence[str], whole_process: bool = False) -> int:
     if whole_process:
         gc.freeze()  # what the imports made lives until exit: no collection need look at it again
 
-    found, missing = find_luma_files(paths)
+    found, missing = find_luma_files(paths, exclude=args.exclude)
     if missing:  # vanished since the check above
         _check_parser().error(f"path does not exist: {missing[0]}")
     unique = {os.path.realpath(f): f for f in reversed(found)}  # a file named twice is checked once
     files = [f for f in found if unique.get(os.path.realpath(f)) is f]
-    host = HostCheck(list(args.tool_module))
+    host = HostCheck(list(args.tool_module), Path(args.config) if args.config else None)
     diagnostics: list[Diagnostic] = []
     sources: list[SourceFile] = []
     unreadable: list[str] = []
 
-    def host_needs_program(path: Path) -> bool:  # it has tool modules to be checked against
-        return bool(args.tool_module) or (path.parent / CONFIG_NAME).is_file()
+    def host_needs_program(path: Path) -> bool:  # it has a config or tool modules to check
+        return bool(args.tool_module) or host.config_of(path) is not None
 
     for path, checked in check_files(files, keep_program=host_needs_program):
         if isinstance(checked, OSError):

@@ -57,6 +57,7 @@ CODES: dict[str, str] = {
     "E043": "invalid enum type",
     "E044": "annotation given more than once",
     "E045": "schema with no finite value",
+    "E046": "needs context the config cannot provide",
     # warnings
     "W001": "tool offered to a model without a description",
     "W002": "variable may be unassigned",
