@@ -119,7 +119,7 @@ def test_error_excerpt_is_short_one_line_and_without_secrets():
     body = b'{"error": {"message": "bad\\n  key sk-secret-1234 and ' + b"y" * 500 + b'"}}'
     text = error_excerpt(body, ["sk-secret-1234"])
     assert "\n" not in text and "sk-secret" not in text and len(text) == 200
-    assert text.startswith("bad key [redacted] and yyy")
+    assert text.startswith("bad key [secret] and yyy")
     assert error_excerpt(b"") == "(empty body)"
 
 

@@ -132,6 +132,11 @@ class AskEngine:
                 base_dir=runtime.base_dir)
         except ModelConfigError as exc:
             raise StartError(exc.messages) from None
+        secrets = runtime.secrets
+        for model in self.models.models.values():  # every key the run may use, from the start
+            key_env = api_key_env(model)
+            if key_env is not None:
+                secrets.add(runtime.env.get(key_env, "").strip())
         self.wrap_provider = wrap_provider
         self._recording: Recording | None = None
         try:
@@ -141,8 +146,9 @@ class AskEngine:
             if record is not None or replay is not None:
                 from luma.models.recording import Recording
 
-                self._recording = (Recording.record_to(record) if record is not None
-                                   else Recording.replay_from(replay or ""))
+                self._recording = (Recording.record_to(record, secrets=secrets)
+                                   if record is not None
+                                   else Recording.replay_from(replay or "", secrets=secrets))
         except LumaError as exc:
             raise StartError([exc.message]) from None
         except OSError as exc:
@@ -176,7 +182,7 @@ class AskEngine:
         if not self._replaying:   # a replay answers from the recording: no key is needed
             key = require_api_key(settings, self.runtime.env)
             if key is not None:
-                self.runtime.telemetry.add_secret(key)
+                self.runtime.secrets.add(key)
         tools = self.visible_tools(agent)
         if using_tool is not None and using_tool not in tools.side_effects:
             raise self._cannot_force(agent, using_tool)
@@ -268,7 +274,7 @@ class AskEngine:
                 from luma.models.providers import make_provider
 
                 if self._http is None:
-                    self._http = ModelHttp(None, self._recording)
+                    self._http = ModelHttp(None, self._recording, secrets=self.runtime.secrets)
                 env: Mapping[str, str] = self.runtime.env
                 key_env = api_key_env(settings)
                 if self._replaying and key_env is not None and not env.get(key_env):

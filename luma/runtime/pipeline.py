@@ -52,7 +52,6 @@ TOOL_FAILED = "TOOL_FAILED"
 TOOL_CIRCUIT_OPEN = "TOOL_CIRCUIT_OPEN"
 TOOL_CONFIG_INVALID = "TOOL_CONFIG_INVALID"
 
-MIN_SECRET_LENGTH = 6
 
 
 class ToolPipeline:
@@ -65,7 +64,7 @@ class ToolPipeline:
         self._tools: dict[str, _ToolPlan] = {}
         self._plans: dict[tuple[str, str | None], _CallPlan] = {}
         self._agents: dict[str, AgentSettings] = {}
-        self._secrets: set[str] = set()
+        self._secrets = runtime.secrets
         self._approval_lock: asyncio.Lock | None = None
         config = runtime.config
         self._contexts: Mapping[str, Any] = getattr(config, "tool_contexts", None) or {}
@@ -333,27 +332,26 @@ class ToolPipeline:
 
     # ------------------------------------------------------------------------------ secrets
     def _keep_secret(self, value: str) -> None:
-        # A value this short would match ordinary words ("app" in "approved"); it is still
-        # never written by the runtime, only not scrubbed from what a handler writes.
-        if value not in self._secrets and len(value) >= MIN_SECRET_LENGTH:
-            self._secrets.add(value)
-            self.runtime.telemetry.add_secret(value)
+        # A value shorter than MIN_SECRET_LENGTH would match ordinary words ("app" in
+        # "approved"); it is still never written by the runtime, only not scrubbed from what a
+        # handler writes.
+        self._secrets.add(value)
 
     def _redact_error(self, err: LumaError) -> LumaError:
-        """The error with every known secret value taken out of its message, details and extra
-        fields (a handler may put one there; the error reaches stderr and ``catch``)."""
-        redacted = _redact_json((err.message, err.details, err.extra), self._redact)
-        if redacted == (err.message, err.details, err.extra):
+        """The error with every known secret taken out of every field: its code, message, tool,
+        details (keys and values) and extra fields (a handler may put one anywhere; the error
+        reaches stderr, the trace, a model's prompt and ``catch``)."""
+        redact = self._secrets.redact_value
+        fields = (err.code, err.message, err.tool, err.details, err.extra)
+        redacted = redact(fields)
+        if redacted is fields:
             return err
-        message, details, extra = redacted
-        return LumaError(err.code, message, retryable=err.retryable, tool=err.tool,
-                         details=details, extra=extra, span=err.span)
+        code, message, tool, details, extra = redacted
+        return LumaError(code, message, retryable=err.retryable, tool=tool, details=details,
+                         extra=extra, span=err.span)
 
     def _redact(self, text: str) -> str:
-        for secret in tuple(self._secrets):  # the approval prompt redacts from its thread
-            if secret in text:
-                text = text.replace(secret, "[secret]")
-        return text
+        return self._secrets.redact(text)
 
     # -------------------------------------------------------------------------------- plans
     def _plan(self, name: str, agent: ast.AgentDecl | None) -> _CallPlan:
@@ -525,16 +523,6 @@ def _idempotency_key(value: Any, path: tuple[str, ...]) -> str | None:
     if value is None:
         return None
     return value if isinstance(value, str) else canonical_json(value)
-
-
-def _redact_json(value: Any, redact: Any) -> Any:
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {k: _redact_json(v, redact) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_redact_json(v, redact) for v in value)
-    return value
 
 
 def _numbers_by_value(value: Any) -> Any:

@@ -46,11 +46,15 @@ class StartError(Exception):
 def run_checked(checked: CheckedFile, options: RunOptions, *, stdout: IO[str] | None = None,
                 stderr: IO[str] | None = None) -> int:
     """Run a program that compiled; returns the exit code."""
-    out = stdout if stdout is not None else sys.stdout
-    err = stderr if stderr is not None else sys.stderr
+    from luma.runtime.secrets import RedactingStream, SecretRedactor
+
+    # every byte the run writes, the result included, passes the run's one redactor
+    secrets = SecretRedactor()
+    out = RedactingStream.wrap(stdout if stdout is not None else sys.stdout, secrets)
+    err = RedactingStream.wrap(stderr if stderr is not None else sys.stderr, secrets)
     assert checked.program is not None
     try:
-        runtime, target = prepare(checked, options, err)
+        runtime, target = prepare(checked, options, err, secrets)
     except StartError as exc:
         for line in exc.lines:
             err.write(f"error: {line}\n")
@@ -81,8 +85,10 @@ class Target:
     args: dict[str, Any]
 
 
-def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str]) -> tuple[Any, Target]:
-    """Everything before the first statement: config, modules, handlers, what runs."""
+def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str],
+            secrets: Any = None) -> tuple[Any, Target]:
+    """Everything before the first statement: config, modules, handlers, what runs.
+    ``secrets`` is the run's :class:`~luma.runtime.secrets.SecretRedactor` (a new one if None)."""
     from luma.runtime.config import ConfigError, find_config
     from luma.runtime.engine import Runtime
     from luma.runtime.telemetry import Telemetry
@@ -102,7 +108,8 @@ def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str]) -> tuple
 
     target = choose_target(checked, options)
     try:
-        telemetry = Telemetry(options.trace, verbose=options.verbose, stderr=stderr)
+        telemetry = Telemetry(options.trace, verbose=options.verbose, stderr=stderr,
+                              redactor=secrets)
     except OSError as exc:
         raise StartError([f"cannot write the trace file {options.trace}: "
                           f"{exc.strerror or exc}"]) from None
