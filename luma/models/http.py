@@ -140,7 +140,9 @@ class ModelHttp:
         secrets.add_all(endpoint.secrets)
         if self.recording is not None and self.recording.secrets is not secrets:
             self.recording.secrets.add_all(endpoint.secrets)
-        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        # no secret reaches a provider in a prompt, a tool result or anything else in the body
+        payload = json.dumps(secrets.redact_value(body), ensure_ascii=False,
+                             separators=(",", ":")).encode("utf-8")
         settings = endpoint.settings
         attempts = max(0, settings.max_retries) + 1
         for attempt in range(1, attempts + 1):
