@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TextIO, cast
 
 from luma.compile import CheckedFile
 from luma.runtime.errors import LumaError
@@ -45,13 +46,28 @@ class StartError(Exception):
 
 def run_checked(checked: CheckedFile, options: RunOptions, *, stdout: IO[str] | None = None,
                 stderr: IO[str] | None = None) -> int:
-    """Run a program that compiled; returns the exit code."""
+    """Run a program that compiled; returns the exit code. Every text the run writes, the result
+    included, passes the run's one :class:`~luma.runtime.secrets.SecretRedactor`; when the run
+    writes to the process's own streams (``stdout``/``stderr`` not given), they are wrapped for
+    its duration, so what a handler prints is scrubbed too."""
     from luma.runtime.secrets import RedactingStream, SecretRedactor
 
-    # every byte the run writes, the result included, passes the run's one redactor
     secrets = SecretRedactor()
     out = RedactingStream.wrap(stdout if stdout is not None else sys.stdout, secrets)
     err = RedactingStream.wrap(stderr if stderr is not None else sys.stderr, secrets)
+    saved = sys.stdout, sys.stderr
+    if stdout is None:
+        sys.stdout = cast(TextIO, out)
+    if stderr is None:
+        sys.stderr = cast(TextIO, err)
+    try:
+        return _run_checked(checked, options, out, err, secrets)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _run_checked(checked: CheckedFile, options: RunOptions, out: IO[str], err: IO[str],
+                 secrets: Any) -> int:
     assert checked.program is not None
     try:
         runtime, target = prepare(checked, options, err, secrets)
@@ -101,6 +117,10 @@ def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str],
     except ConfigError as exc:
         raise StartError([f"{exc.path}: {m}" for m in exc.messages]) from None
 
+    if secrets is not None:  # known before a tool module's code runs
+        from luma.runtime.secrets import register_startup_secrets
+
+        register_startup_secrets(secrets, program, config, os.environ)
     handlers, limits = _load_handlers(program_path, options, config)
     missing = [t.name for t in program.tools if t.name not in handlers]
     if missing:
