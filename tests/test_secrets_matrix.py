@@ -35,6 +35,7 @@ SHAPES = {
     "backslashes": "Pa\\ss\\\\word-77",
     "non_ascii": "pässwörd-Ωµ-77",
     "mixed": "Pä\"ss\\\\wörd'-77",
+    "whitespace": "Pass  wo\trd\nline-77",
 }
 KINDS = ("message", "code", "details_key", "details_value", "extra_field", "repr_needs",
          "key_error", "exception_str", "soft_rule", "provider_echo")
@@ -43,7 +44,8 @@ CHANNELS = ("stdout", "stderr_error", "stderr_warning", "verbose", "trace", "rec
 
 def roles(shape: str) -> dict[str, str]:
     base = SHAPES[shape]
-    ascii_base = base.encode("ascii", "ignore").decode()  # an HTTP header carries only ASCII
+    # an HTTP header carries only ASCII, and no line break
+    ascii_base = "".join(base.encode("ascii", "ignore").decode().split())
     return {"credential": f"{base}-cred", "context": f"{base}-ctx",
             "api_key": f"sk-{ascii_base}-key"}
 

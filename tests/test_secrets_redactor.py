@@ -176,3 +176,41 @@ def test_with_a_secret_every_failure_and_event_is_scanned(monkeypatch: pytest.Mo
     rt.secrets.add("hunter2-token")
     _loop(rt, 10)
     assert scans[0] > 0
+
+
+ASK = """
+model M {
+  provider: "test"
+  responses: "turns.json"
+}
+schema Out { text: string }
+tool reveal(x: string) -> Out {
+  description: "Answers with more than it should."
+  side_effects: "read"
+  credential: "REVEAL_TOKEN"
+}
+agent A {
+  model: M
+  tools: [reveal]
+  tool_result_max_chars: 20
+  fn run() -> string {
+    ask "Reveal." -> string
+  }
+}
+"""
+
+
+def test_a_secret_cut_by_the_tool_result_limit_leaves_no_piece_in_the_prompt(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from ask.harness import setup
+
+    token = "tok-0123456789-abcdef"
+    s = setup(ASK, tmp_path, handlers={"reveal": lambda input: {"text": f"key {token}"}},
+              env={"REVEAL_TOKEN": token}, model=None,
+              turns=[{"tool_calls": [{"name": "reveal", "arguments": {"x": "a"}}]},
+                     {"content": "done"}])
+    assert s.run() == "done"
+    (result,) = [m.content for m in s.requests[1].messages if m.role == "tool"]
+    full = '{"text":"key [secret]"}'
+    assert result == (full[:20] + f"\n[truncated: {len(full) - 20} more characters were "
+                      "omitted. Narrow the query or request a specific section.]")
+    assert "tok-" not in result

@@ -407,8 +407,9 @@ class _Flow:
                        tool_calls=len(response.tool_calls),
                        outcome="refusal" if response.refusal else "ok")
         if response.refusal:
+            reason = self.runtime.secrets.redact(response.refusal)  # before the cut
             raise LumaError("MODEL_REFUSAL", f"Model '{self.settings.name}' refused to answer: "
-                            f"{' '.join(response.refusal.split())[:200]}",
+                            f"{' '.join(reason.split())[:200]}",
                             details={"refusal": response.refusal})
         return response
 
@@ -471,6 +472,8 @@ class _Flow:
         except LumaError as err:
             return self._failure(call.name, arguments, err)
         text = value if isinstance(value, str) else compact_json(value)
+        # secrets out before the cut, which could leave half of one behind
+        text = self.runtime.secrets.redact(text)
         cap = self.conf.tool_result_max_chars
         if len(text) <= cap:
             return _Result(text)

@@ -94,7 +94,7 @@ def bad_response(endpoint: ModelEndpoint, what: str) -> LumaError:
 
 def refusal(endpoint: ModelEndpoint, text: str | None) -> LumaError:
     """``MODEL_REFUSAL``: the model declined to answer."""
-    reason = " ".join((text or "").split())
+    reason = " ".join(redact(text or "", endpoint.secrets).split())  # before the cut
     if len(reason) > EXCERPT_CHARS:
         reason = reason[:EXCERPT_CHARS - 3] + "..."
     if reason and reason[-1] not in ".!?":

@@ -241,7 +241,8 @@ class ToolPipeline:
                 exc.tool = tool.name
             return exc
         stats.traceback = self._redact("".join(traceback.format_exception(exc)))
-        text = " ".join(str(exc).split())
+        # secrets out before the whitespace is collapsed: one with a newline still matches
+        text = " ".join(self._redact(str(exc)).split())
         if isinstance(exc, SystemExit):
             text = f"the handler called exit({exc.code!r})"
         elif not text:
