@@ -214,3 +214,27 @@ def test_a_secret_cut_by_the_tool_result_limit_leaves_no_piece_in_the_prompt(tmp
     assert result == (full[:20] + f"\n[truncated: {len(full) - 20} more characters were "
                       "omitted. Narrow the query or request a specific section.]")
     assert "tok-" not in result
+
+
+CUT = """
+schema Count {
+  n: string @pattern("[0-9]+")
+  label: string @pattern("[a-z]+") @severity("soft")
+}
+tool count(x: string) -> Count { description: "Counts.", credential: "COUNT_TOKEN" }
+"""
+
+
+def test_a_value_cut_short_in_a_validation_message_leaves_no_piece_of_a_secret() -> None:
+    token = "tok-0123456789-abcdef"
+    long = "x" * 66 + token                     # the message shows the first 70 characters
+    rt = runtime(program(CUT), {"count": lambda input: {"n": long, "label": "ok"}},
+                 env={"COUNT_TOKEN": token})
+    err = call_error(rt, "count", {"x": "a"})
+    assert err.message == (f"[TOOL_OUTPUT_INVALID] count.output.n: '{'x' * 66}[secret]' does "
+                           "not match the pattern '[0-9]+'")
+    rt2 = runtime(program(CUT), {"count": lambda input: {"n": "1", "label": long}},
+                  env={"COUNT_TOKEN": token})
+    assert call(rt2, "count", {"x": "a"}) == {"n": "1", "label": long}  # the program gets it all
+    warning = rt2.stderr.getvalue()
+    assert "tok-" not in warning and "[secret]" in warning, warning

@@ -223,6 +223,7 @@ class ToolPipeline:
         # 11 output validation: a tagged union must carry its tag; soft rules warn
         result, violations = tool.output.validate_and_fill(raw, soft_rules=True)
         if violations:
+            violations = self._shown(tool.output, raw, violations)
             hard = [v for v in violations if not v.soft]
             if hard:
                 raise LumaError(TOOL_OUTPUT_INVALID, _message(TOOL_OUTPUT_INVALID,
@@ -257,6 +258,7 @@ class ToolPipeline:
         fields = exc.fields()
         if tool.error is not None:
             checked, violations = tool.error.validate_and_fill(fields, soft_rules=True)
+            violations = self._shown(tool.error, fields, violations)
             hard = [v for v in violations if not v.soft]
             if hard:
                 return LumaError(TOOL_ERROR_INVALID, _message(TOOL_ERROR_INVALID,
@@ -353,6 +355,22 @@ class ToolPipeline:
 
     def _redact(self, text: str) -> str:
         return self._secrets.redact(text)
+
+    def _shown(self, validator: SchemaValidator, value: Any,
+               violations: list[Violation]) -> list[Violation]:
+        """The violations to show for ``value``: with a secret in it, those of the value with its
+        secrets replaced, as a message cuts a long value short and could cut a secret in half
+        (the text edge would no longer recognise it). The original ones when replacing changes
+        what breaks (a rule the secret itself breaks)."""
+        if not violations or not self._secrets:
+            return violations
+        redacted = self._secrets.redact_value(value)
+        if redacted is value:
+            return violations
+        _, shown = validator.validate_and_fill(redacted, soft_rules=True)
+        same = [(v.path, v.rule, v.soft) for v in shown] == \
+            [(v.path, v.rule, v.soft) for v in violations]
+        return shown if same else violations
 
     # -------------------------------------------------------------------------------- plans
     def _plan(self, name: str, agent: ast.AgentDecl | None) -> _CallPlan:
