@@ -238,3 +238,32 @@ def test_a_value_cut_short_in_a_validation_message_leaves_no_piece_of_a_secret()
     assert call(rt2, "count", {"x": "a"}) == {"n": "1", "label": long}  # the program gets it all
     warning = rt2.stderr.getvalue()
     assert "tok-" not in warning and "[secret]" in warning, warning
+
+
+APPROVE = """
+schema Done { ok: bool }
+tool store(text: string) -> Done {
+  description: "Stores. Changes data."
+  side_effects: "write"
+  credential: "STORE_TOKEN"
+}
+agent W {
+  tools: [store]
+  tool_policy: "approval"
+}
+"""
+
+
+def test_the_approval_prompt_cuts_the_input_after_its_secrets_are_out() -> None:
+    from runtime.harness import context
+
+    token = "tok-0123456789-abcdef"
+    text = "x" * 1980 + token          # the prompt shows 2000 characters of the input
+    rt = runtime(program(APPROVE), {"store": lambda input: {"ok": True}},
+                 env={"STORE_TOKEN": token}, interactive=True)
+    rt.pipeline.stdin = io.StringIO("n\n")
+    err = call_error(rt, "store", {"text": text}, context(rt, "W"))
+    assert err.code == "TOOL_PERMISSION_DENIED"
+    prompt = rt.stderr.getvalue()
+    assert f'  input: {{"text":"{"x" * 1980}[secret]"}}\n' in prompt
+    assert "tok-" not in prompt

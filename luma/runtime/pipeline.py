@@ -283,7 +283,9 @@ class ToolPipeline:
             self._approval_lock = asyncio.Lock()
         async with self._approval_lock:  # one question on the terminal at a time
             approved = await asyncio.to_thread(
-                policy.ask_approval, tool, raw_input, stdin=self.stdin,
+                # the input without its secrets before the prompt cuts it short
+                policy.ask_approval, tool, self._secrets.redact_value(raw_input),
+                stdin=self.stdin,
                 stderr=self.runtime.stderr, redact=self._redact)
         if not approved:
             raise policy.declined(tool.name)
