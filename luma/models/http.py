@@ -140,6 +140,12 @@ class ModelHttp:
         secrets.add_all(endpoint.secrets)
         if self.recording is not None and self.recording.secrets is not secrets:
             self.recording.secrets.add_all(endpoint.secrets)
+        if not all(value.isascii() for value in headers.values()):
+            # only the key comes from the user; httpx would fail on it, naming the character
+            where = f" in {endpoint.key_env}" if endpoint.key_env else ""
+            raise LumaError("MODEL_AUTH", f"Model '{endpoint.model_name}': the API key{where} "
+                            "holds a character an HTTP header cannot carry (only ASCII is "
+                            "allowed).")
         # no secret reaches a provider in a prompt, a tool result or anything else in the body
         payload = json.dumps(secrets.redact_value(body), ensure_ascii=False,
                              separators=(",", ":")).encode("utf-8")
