@@ -102,9 +102,37 @@ class SecretRedactor:
     def redact_value(self, value: Any) -> Any:
         """A JSON-like value with every string in it redacted, object keys included; the same
         object when nothing changed."""
-        if self._pattern is None:
+        pattern = self._pattern
+        if pattern is None:
+            return value
+        if type(value) is str:
+            return self._scan(pattern, value)
+        texts: list[str] = []
+        _collect(value, texts)
+        # one search over every string first: a value with no secret (the usual case) is not
+        # rebuilt. NUL joins them; a form never spans two strings unless it holds a NUL itself
+        if not texts or pattern.search("\0".join(texts)) is None:
             return value
         return _redact_value(value, self.redact)
+
+
+def _collect(value: Any, out: list[str]) -> None:
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(k, str):
+                out.append(k)
+            if isinstance(v, str):
+                out.append(v)
+            elif isinstance(v, (dict, list, tuple)):
+                _collect(v, out)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            if isinstance(v, str):
+                out.append(v)
+            elif isinstance(v, (dict, list, tuple)):
+                _collect(v, out)
 
 
 def _redact_value(value: Any, redact: Any) -> Any:
