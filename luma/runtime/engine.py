@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections import deque
 import sys
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Literal

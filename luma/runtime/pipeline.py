@@ -53,7 +53,6 @@ TOOL_CIRCUIT_OPEN = "TOOL_CIRCUIT_OPEN"
 TOOL_CONFIG_INVALID = "TOOL_CONFIG_INVALID"
 
 
-
 class ToolPipeline:
     """Runs tool calls for one :class:`~luma.runtime.engine.Runtime`."""
 
@@ -337,7 +336,7 @@ class ToolPipeline:
 
     # ------------------------------------------------------------------------------ secrets
     def _keep_secret(self, value: str) -> None:
-        # A value shorter than MIN_SECRET_LENGTH would match ordinary words ("app" in
+        # A value shorter than secrets.MIN_SECRET_LENGTH would match ordinary words ("app" in
         # "approved"); it is still never written by the runtime, only not scrubbed from what a
         # handler writes.
         self._secrets.add(value)

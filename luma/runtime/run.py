@@ -13,10 +13,13 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, TextIO, cast
+from typing import IO, TYPE_CHECKING, Any, TextIO, cast
 
 from luma.compile import CheckedFile
 from luma.runtime.errors import LumaError
+
+if TYPE_CHECKING:
+    from luma.runtime.secrets import SecretRedactor
 
 EXIT_OK, EXIT_FAILED, EXIT_START = 0, 1, 2
 
@@ -67,7 +70,7 @@ def run_checked(checked: CheckedFile, options: RunOptions, *, stdout: IO[str] | 
 
 
 def _run_checked(checked: CheckedFile, options: RunOptions, out: IO[str], err: IO[str],
-                 secrets: Any) -> int:
+                 secrets: SecretRedactor) -> int:
     assert checked.program is not None
     try:
         runtime, target = prepare(checked, options, err, secrets)
@@ -102,7 +105,7 @@ class Target:
 
 
 def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str],
-            secrets: Any = None) -> tuple[Any, Target]:
+            secrets: SecretRedactor | None = None) -> tuple[Any, Target]:
     """Everything before the first statement: config, modules, handlers, what runs.
     ``secrets`` is the run's :class:`~luma.runtime.secrets.SecretRedactor` (a new one if None)."""
     from luma.runtime.config import ConfigError, find_config
