@@ -133,6 +133,11 @@ class AskEngine:
                 config_name=getattr(config, "source", "luma.config.json"))
         except ModelConfigError as exc:
             raise StartError(exc.messages) from None
+        secrets = runtime.secrets
+        for model in self.models.models.values():  # every key the run may use, from the start
+            key_env = api_key_env(model)
+            if key_env is not None:
+                secrets.add(runtime.env.get(key_env, "").strip())
         self.wrap_provider = wrap_provider
         self._recording: Recording | None = None
         try:
@@ -142,8 +147,9 @@ class AskEngine:
             if record is not None or replay is not None:
                 from luma.models.recording import Recording
 
-                self._recording = (Recording.record_to(record) if record is not None
-                                   else Recording.replay_from(replay or ""))
+                self._recording = (Recording.record_to(record, secrets=secrets)
+                                   if record is not None
+                                   else Recording.replay_from(replay or "", secrets=secrets))
         except LumaError as exc:
             raise StartError([exc.message]) from None
         except OSError as exc:
@@ -177,7 +183,7 @@ class AskEngine:
         if not self._replaying:   # a replay answers from the recording: no key is needed
             key = require_api_key(settings, self.runtime.env)
             if key is not None:
-                self.runtime.telemetry.add_secret(key)
+                self.runtime.secrets.add(key)
         tools = self.visible_tools(agent)
         if using_tool is not None and using_tool not in tools.side_effects:
             raise self._cannot_force(agent, using_tool)
@@ -269,7 +275,7 @@ class AskEngine:
                 from luma.models.providers import make_provider
 
                 if self._http is None:
-                    self._http = ModelHttp(None, self._recording)
+                    self._http = ModelHttp(None, self._recording, secrets=self.runtime.secrets)
                 env: Mapping[str, str] = self.runtime.env
                 key_env = api_key_env(settings)
                 if self._replaying and key_env is not None and not env.get(key_env):
@@ -406,8 +412,9 @@ class _Flow:
         if response.truncated:
             raise self._truncated(response)
         if response.refusal:
+            reason = self.runtime.secrets.redact(response.refusal)  # before the cut
             raise LumaError("MODEL_REFUSAL", f"Model '{self.settings.name}' refused to answer: "
-                            f"{' '.join(response.refusal.split())[:200]}",
+                            f"{' '.join(reason.split())[:200]}",
                             details={"refusal": response.refusal})
         return response
 
@@ -470,6 +477,8 @@ class _Flow:
         except LumaError as err:
             return self._failure(call.name, arguments, err)
         text = value if isinstance(value, str) else compact_json(value)
+        # secrets out before the cut, which could leave half of one behind
+        text = self.runtime.secrets.redact(text)
         cap = self.conf.tool_result_max_chars
         if len(text) <= cap:
             return _Result(text)

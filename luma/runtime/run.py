@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, TextIO, cast
 
 from luma.compile import CheckedFile
 from luma.runtime.errors import LumaError
+
+if TYPE_CHECKING:
+    from luma.runtime.secrets import SecretRedactor
 
 EXIT_OK, EXIT_FAILED, EXIT_START = 0, 1, 2
 
@@ -56,12 +60,31 @@ class ArgumentsRefused(Exception):
 
 def run_checked(checked: CheckedFile, options: RunOptions, *, stdout: IO[str] | None = None,
                 stderr: IO[str] | None = None) -> int:
-    """Run a program that compiled; returns the exit code."""
-    out = stdout if stdout is not None else sys.stdout
-    err = stderr if stderr is not None else sys.stderr
+    """Run a program that compiled; returns the exit code. Every text the run writes, the result
+    included, passes the run's one :class:`~luma.runtime.secrets.SecretRedactor`; when the run
+    writes to the process's own streams (``stdout``/``stderr`` not given), they are wrapped for
+    its duration, so what a handler prints is scrubbed too."""
+    from luma.runtime.secrets import RedactingStream, SecretRedactor
+
+    secrets = SecretRedactor()
+    out = RedactingStream.wrap(stdout if stdout is not None else sys.stdout, secrets)
+    err = RedactingStream.wrap(stderr if stderr is not None else sys.stderr, secrets)
+    saved = sys.stdout, sys.stderr
+    if stdout is None:
+        sys.stdout = cast(TextIO, out)
+    if stderr is None:
+        sys.stderr = cast(TextIO, err)
+    try:
+        return _run_checked(checked, options, out, err, secrets)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _run_checked(checked: CheckedFile, options: RunOptions, out: IO[str], err: IO[str],
+                 secrets: SecretRedactor) -> int:
     assert checked.program is not None
     try:
-        runtime, target = prepare(checked, options, err)
+        runtime, target = prepare(checked, options, err, secrets)
     except StartError as exc:
         prefix = f"error[{exc.code}]" if exc.code else "error"
         for line in exc.lines:
@@ -105,8 +128,10 @@ class Target:
     args: dict[str, Any]
 
 
-def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str]) -> tuple[Any, Target]:
-    """Everything before the first statement: config, modules, handlers, what runs."""
+def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str],
+            secrets: SecretRedactor | None = None) -> tuple[Any, Target]:
+    """Everything before the first statement: config, modules, handlers, what runs.
+    ``secrets`` is the run's :class:`~luma.runtime.secrets.SecretRedactor` (a new one if None)."""
     from luma.runtime.config import ConfigError, find_config
     from luma.runtime.engine import Runtime
     from luma.runtime.telemetry import Telemetry
@@ -120,6 +145,10 @@ def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str]) -> tuple
         raise StartError([f"{exc.path}: {m}" for m in exc.messages]) from None
     _guard_outputs(options, program_inputs(program_path, options, config))  # before any code
 
+    if secrets is not None:  # known before a tool module's code runs
+        from luma.runtime.secrets import register_startup_secrets
+
+        register_startup_secrets(secrets, program, config, os.environ)
     handlers, limits = _load_handlers(program_path, options, config)
     missing = [t.name for t in program.tools if t.name not in handlers]
     if missing:
@@ -127,7 +156,8 @@ def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str]) -> tuple
 
     target = choose_target(checked, options)
     try:
-        telemetry = Telemetry(options.trace, verbose=options.verbose, stderr=stderr)
+        telemetry = Telemetry(options.trace, verbose=options.verbose, stderr=stderr,
+                              redactor=secrets)
     except OSError as exc:
         raise StartError([f"cannot write the trace file {options.trace}: "
                           f"{exc.strerror or exc}"]) from None
