@@ -82,8 +82,8 @@ agent A {{
 
 
 def run_ask(tmp_path, server, model: str, returns: str, tools: tuple[str, ...] = (), *,
-            env: dict[str, str], base_url: str, prompt: str = "Go."):
-    config = {"models": {model: {"base_url": base_url}}}
+            env: dict[str, str], base_url: str, prompt: str = "Go.", **override: str):
+    config = {"models": {model: {"base_url": base_url, **override}}}
     s = setup(program(model, returns, tools, prompt), tmp_path, config=config, env=env,
               handlers=HANDLERS)
     return s, s.run()
@@ -217,8 +217,9 @@ def test_anthropic_structured_answer_by_the_final_answer_tool(tmp_path):
     # the recording's output tool is called 'final_result'; Luma names its own 'final_answer'
     body = json.loads(json.dumps(rec.response).replace('"final_result"', '"final_answer"'))
     with serve(anthropic_fake.server(), Recording(rec.source, None, 200, body)) as server:
+        # a model without native structured output answers through the forced tool
         s, value = run_ask(tmp_path, server, "Claude", "CityLocation", env=ANTHROPIC_ENV,
-                           base_url=server.base_url)
+                           base_url=server.base_url, name="claude-3-5-haiku-20241022")
         sent = server.requests[0].body
     assert value == {"city": "Mexico City", "country": "Mexico"}
     assert sent["tool_choice"] == {"type": "tool", "name": "final_answer"}

@@ -134,7 +134,27 @@ def _typeddict(value: Any, hint: Any, path: str) -> list[str]:
 def openai_problems(body: Any) -> list[str]:
     from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 
-    return walk(body, CompletionCreateParamsNonStreaming)
+    problems: list[str] = []
+    if isinstance(body, dict) and isinstance(body.get("messages"), list):
+        body = {**body, "messages": [_without_extra_content(m, f"body.messages[{i}]", problems)
+                                     for i, m in enumerate(body["messages"])]}
+    return problems + walk(body, CompletionCreateParamsNonStreaming)
+
+
+def _without_extra_content(message: Any, path: str, problems: list[str]) -> Any:
+    """Gemini's OpenAI-compatible endpoint extends an assistant message and its tool calls with
+    ``extra_content`` (``{"google": {"thought_signature": …}}``), which the openai SDK's types do
+    not know; it must be an object, and the rest must fit the SDK's types."""
+    if not isinstance(message, dict):
+        return message
+    out = dict(message)
+    if "extra_content" in out:
+        if not isinstance(out.pop("extra_content"), dict):
+            problems.append(f"{path}.extra_content: expected an object")
+    if isinstance(out.get("tool_calls"), list):
+        out["tool_calls"] = [_without_extra_content(c, f"{path}.tool_calls[{j}]", problems)
+                             for j, c in enumerate(out["tool_calls"])]
+    return out
 
 
 def azure_problems(body: Any) -> list[str]:
