@@ -165,7 +165,7 @@ def test_a_missing_module_in_the_config_points_at_its_entry(project: Path) -> No
     assert r.code == 1
     assert ("luma.config.json:3:5: error[E041]: Tool module './gone.py' (tool_modules[0]) does "
             "not exist.\n") in r.stderr
-    assert "  = hint: tool_modules paths are relative to the program's folder\n" in r.stderr
+    assert "  = hint: tool_modules paths are relative to luma.config.json's folder\n" in r.stderr
 
 
 def test_a_config_with_a_byte_order_mark_is_located_correctly(project: Path) -> None:

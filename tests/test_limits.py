@@ -36,7 +36,7 @@ def test_nesting_past_the_limit_is_a_located_error(text: str, kind: str) -> None
     checked = check_text(text, "deep.luma")
     (d,) = checked.diagnostics
     assert (d.code, d.message) == (
-        "E046", f"This {kind} is nested more than {MAX_NESTING} levels deep.")
+        "E047", f"This {kind} is nested more than {MAX_NESTING} levels deep.")
     assert 0 <= d.span.start < d.span.end <= len(text)
     assert d.hint
 
@@ -59,7 +59,7 @@ def test_a_deep_file_does_not_silence_the_others(tmp_path: Path) -> None:
     assert r.code == 1
     items = json.loads(r.stdout)
     assert [(Path(d["file"]).name, d["code"]) for d in items] == [
-        ("a_deep.luma", "E046"), ("b_huge.luma", "E047"), ("c_wrong.luma", "E038")]
+        ("a_deep.luma", "E047"), ("b_huge.luma", "E048"), ("c_wrong.luma", "E038")]
     assert r.stderr == "checked 3 files: 3 errors\n"
 
 

@@ -1,6 +1,6 @@
 """``@pattern`` matching time (luma/schema/patterns.py): patterns Python's backtracking ``re``
 can take more than linear time on are found from the pattern alone, refused by the checker
-(E048, tests/cases/limits/patterns.luma) and never run by the validator."""
+(E049, tests/cases/limits/patterns.luma) and never run by the validator."""
 
 from __future__ import annotations
 

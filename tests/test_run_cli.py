@@ -64,7 +64,7 @@ def test_unknown_agent_and_method_are_start_errors() -> None:
 
 def test_bad_arguments_are_validated_like_a_tool_input() -> None:
     r = luma(PROGRAM, "--tool-module", TOOLS, "--arg", "text=5")
-    assert r.code == 1
+    assert r.code == 2  # a bad command line: nothing ran
     assert r.stderr.startswith("error[ARGUMENT_INVALID]: Flow.run.input.text: expected string, got int")
 
 

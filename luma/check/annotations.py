@@ -178,7 +178,7 @@ def _check_regex(a: ast.Annotation, regex: str, bag: DiagnosticBag) -> None:
 
     time = matching_time(regex)
     if not time.is_bounded:
-        bag.error("E048", time.describe(_show(regex)), a.args[0].span, hint=HINT)
+        bag.error("E049", time.describe(_show(regex)), a.args[0].span, hint=HINT)
 
 
 def _abridged(regex: str) -> str:

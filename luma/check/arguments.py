@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from luma.check.exprtypes import (
     BOOL, FLOAT, INT, NULL, OBJECT, STRING, UNKNOWN, Ty, describe, fits_kind, join,
-    list_of, resolve)
+    list_of, resolve, schema_difference)
 from luma.check.symbols import Symbols
 from luma.syntax import ast
 from luma.syntax.diagnostics import DiagnosticBag, Related, did_you_mean
@@ -134,9 +134,15 @@ class ArgumentChecker:
                 self.bag.error("E034", invalid(problem), expr.span)
             return
         target = resolve(te, self.symbols)
-        if not fits_kind(ty, target):
-            problem = f"expected {describe(target)}, got {value_kind(ty)}"
-            self.bag.error("E034", invalid(problem), expr.span)
+        if not fits_kind(ty, target, self.symbols):
+            of_schema = ty.kind == "schema" or (ty.kind == "list" and ty.item is not None
+                                                and ty.item.kind == "schema")
+            got = describe(ty) if of_schema else value_kind(ty)
+            problem = f"expected {describe(target)}, got {got}"
+            hint = None
+            if ty.kind == target.kind == "schema":
+                hint = schema_difference(ty, target, self.symbols)
+            self.bag.error("E034", invalid(problem), expr.span, hint=hint)
 
     def _validate(self, te: ast.TypeExpr, field: ast.Field | None, value: Any,
                   is_input: bool) -> str | None:

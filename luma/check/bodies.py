@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from luma.check.arguments import ArgumentChecker, sentence
 from luma.check.calls import CallChecker
+from luma.check.provider_schemas import ProviderSchemaCheck
 from luma.check.exprtypes import (
     BOOL, FLOAT, INT, OBJECT, STRING, UNKNOWN, Ty, field_type, index_type,
     is_objectlike, join, kind_word, list_of, literal_type, path_text, resolve)
@@ -27,10 +28,12 @@ def check_bodies(program: ast.Program, symbols: Symbols, bag: DiagnosticBag) -> 
     """Report every problem in function bodies and top-level statements into ``bag``."""
     arguments = ArgumentChecker(program, symbols, bag)
     top_level = Scope.of_top_level(program.statements)
+    provider_schemas = ProviderSchemaCheck(program, bag)
     for agent in program.agents:
         for fn in agent.fns:
             checker = BodyChecker(Scope.of_fn(agent, fn), symbols, bag, arguments)
             checker.outer_names = frozenset(top_level.names)
+            checker.provider_schemas = provider_schemas
             checker.check_fn(fn)
     if program.statements:
         BodyChecker(top_level, symbols, bag, arguments).check_top_level(program.statements)
@@ -50,6 +53,7 @@ class BodyChecker:
         self.arguments = arguments
         self.calls = CallChecker(scope, symbols, bag, arguments)
         self.outer_names: frozenset[str] = frozenset()  # top-level variables, for hints
+        self.provider_schemas: ProviderSchemaCheck | None = None  # W006, for agents' asks
 
     # --------------------------------------------------------------------------- entry points
     def check_fn(self, fn: ast.FnDecl) -> None:
@@ -362,6 +366,12 @@ class BodyChecker:
             self.bag.warning("W004", f"Agent '{agent.name}' has no model, so this ask uses the "
                              "default model.", e.span,
                              hint=f"add 'model: <name>' to agent '{agent.name}'")
+        elif self.provider_schemas is not None:
+            model = agent.entry("model")
+            declared = self.symbols.models.get(model.value.id) if model is not None and \
+                isinstance(model.value, ast.Name) else None
+            if declared is not None:
+                self.provider_schemas.check_ask(e, agent, declared)
         return resolve(e.type, self.symbols)
 
     # ---------------------------------------------------------------------------- narrowing

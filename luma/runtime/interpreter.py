@@ -83,12 +83,18 @@ class Interpreter:
             raise LumaError("FN_NOT_FOUND", f"Agent '{agent_name}' has no method '{fn_name}'.")
         return await self._invoke(agent, fn, args, 0)
 
+    def check_arguments(self, agent_name: str, fn_name: str, args: dict[str, Any]) -> None:
+        """Raise the ``ARGUMENT_INVALID`` error :meth:`call_method` would raise for ``args``,
+        without running anything (an unknown agent or method is left to ``call_method``)."""
+        agent = self.agents.get(agent_name)
+        fn = agent.fn(fn_name) if agent is not None else None
+        if agent is not None and fn is not None:
+            self._bound_arguments(agent, fn, args)
+
     # functions ---------------------------------------------------------------------------
-    async def _invoke(self, agent: ast.AgentDecl, fn: ast.FnDecl, args: dict[str, Any],
-                      depth: int) -> Any:
-        if depth > MAX_CALL_DEPTH:
-            raise LumaError("CALL_DEPTH", f"{agent.name}.{fn.name}: calls nested deeper than "
-                            f"{MAX_CALL_DEPTH} levels (unbounded recursion?)")
+    def _bound_arguments(self, agent: ast.AgentDecl, fn: ast.FnDecl,
+                         args: dict[str, Any]) -> Any:
+        """``args`` validated against ``fn``'s parameters, defaults filled in."""
         where = f"{agent.name}.{fn.name}"
         known = {p.name for p in fn.params}
         for key in args:
@@ -99,6 +105,15 @@ class Interpreter:
         if hard:
             raise LumaError("ARGUMENT_INVALID", self.runtime.format_violations(
                 f"{where}.input", hard))
+        return checked
+
+    async def _invoke(self, agent: ast.AgentDecl, fn: ast.FnDecl, args: dict[str, Any],
+                      depth: int) -> Any:
+        if depth > MAX_CALL_DEPTH:
+            raise LumaError("CALL_DEPTH", f"{agent.name}.{fn.name}: calls nested deeper than "
+                            f"{MAX_CALL_DEPTH} levels (unbounded recursion?)")
+        where = f"{agent.name}.{fn.name}"
+        checked = self._bound_arguments(agent, fn, args)
         frame = _Frame(dict(checked), MethodCall(agent, fn.name), agent, depth)
         for p in fn.params:
             frame.vars.setdefault(p.name, None)

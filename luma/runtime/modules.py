@@ -41,6 +41,13 @@ class ToolModuleError(Exception):
         self.column = column
 
 
+def not_a_module_file(label: str, file: Path, shown: str) -> ToolModuleError:
+    """The error for a tool module path that is not a file: a folder, or nothing at all."""
+    if file.is_dir():
+        return ToolModuleError(f"{label} is a folder, not a Python file.", shown)
+    return ToolModuleError(f"{label} does not exist.", shown)
+
+
 class ModuleExecutor(Protocol):
     """Runs a tool module's code in place of the ordinary import (manifest checks, the strict
     sandbox). ``key`` tells apart modules of the same file loaded under different rules."""
@@ -97,7 +104,7 @@ def load_tool_module(path: str | Path, *, shown: str | None = None,
     shown = str(path) if shown is None else shown
     file = Path(path)
     if not file.is_file():
-        raise ToolModuleError(f"Tool module '{shown}' does not exist.", shown)
+        raise not_a_module_file(f"Tool module '{shown}'", file, shown)
     module = _import_file(file, shown, executor)
     return ToolModule(shown, *_find_handlers(module, shown))
 

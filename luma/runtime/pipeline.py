@@ -52,8 +52,6 @@ TOOL_FAILED = "TOOL_FAILED"
 TOOL_CIRCUIT_OPEN = "TOOL_CIRCUIT_OPEN"
 TOOL_CONFIG_INVALID = "TOOL_CONFIG_INVALID"
 
-MIN_SECRET_LENGTH = 6
-
 
 class ToolPipeline:
     """Runs tool calls for one :class:`~luma.runtime.engine.Runtime`."""
@@ -65,7 +63,7 @@ class ToolPipeline:
         self._tools: dict[str, _ToolPlan] = {}
         self._plans: dict[tuple[str, str | None], _CallPlan] = {}
         self._agents: dict[str, AgentSettings] = {}
-        self._secrets: set[str] = set()
+        self._secrets = runtime.secrets
         self._approval_lock: asyncio.Lock | None = None
         config = runtime.config
         self._contexts: Mapping[str, Any] = getattr(config, "tool_contexts", None) or {}
@@ -224,6 +222,7 @@ class ToolPipeline:
         # 11 output validation: a tagged union must carry its tag; soft rules warn
         result, violations = tool.output.validate_and_fill(raw, soft_rules=True)
         if violations:
+            violations = self._shown(tool.output, raw, violations)
             hard = [v for v in violations if not v.soft]
             if hard:
                 raise LumaError(TOOL_OUTPUT_INVALID, _message(TOOL_OUTPUT_INVALID,
@@ -242,7 +241,8 @@ class ToolPipeline:
                 exc.tool = tool.name
             return exc
         stats.traceback = self._redact("".join(traceback.format_exception(exc)))
-        text = " ".join(str(exc).split())
+        # secrets out before the whitespace is collapsed: one with a newline still matches
+        text = " ".join(self._redact(str(exc)).split())
         if isinstance(exc, SystemExit):
             text = f"the handler called exit({exc.code!r})"
         elif not text:
@@ -257,6 +257,7 @@ class ToolPipeline:
         fields = exc.fields()
         if tool.error is not None:
             checked, violations = tool.error.validate_and_fill(fields, soft_rules=True)
+            violations = self._shown(tool.error, fields, violations)
             hard = [v for v in violations if not v.soft]
             if hard:
                 return LumaError(TOOL_ERROR_INVALID, _message(TOOL_ERROR_INVALID,
@@ -281,7 +282,9 @@ class ToolPipeline:
             self._approval_lock = asyncio.Lock()
         async with self._approval_lock:  # one question on the terminal at a time
             approved = await asyncio.to_thread(
-                policy.ask_approval, tool, raw_input, stdin=self.stdin,
+                # the input without its secrets before the prompt cuts it short
+                policy.ask_approval, tool, self._secrets.redact_value(raw_input),
+                stdin=self.stdin,
                 stderr=self.runtime.stderr, redact=self._redact)
         if not approved:
             raise policy.declined(tool.name)
@@ -333,27 +336,42 @@ class ToolPipeline:
 
     # ------------------------------------------------------------------------------ secrets
     def _keep_secret(self, value: str) -> None:
-        # A value this short would match ordinary words ("app" in "approved"); it is still
-        # never written by the runtime, only not scrubbed from what a handler writes.
-        if value not in self._secrets and len(value) >= MIN_SECRET_LENGTH:
-            self._secrets.add(value)
-            self.runtime.telemetry.add_secret(value)
+        # A value shorter than secrets.MIN_SECRET_LENGTH would match ordinary words ("app" in
+        # "approved"); it is still never written by the runtime, only not scrubbed from what a
+        # handler writes.
+        self._secrets.add(value)
 
     def _redact_error(self, err: LumaError) -> LumaError:
-        """The error with every known secret value taken out of its message, details and extra
-        fields (a handler may put one there; the error reaches stderr and ``catch``)."""
-        redacted = _redact_json((err.message, err.details, err.extra), self._redact)
-        if redacted == (err.message, err.details, err.extra):
+        """The error with every known secret taken out of every field: its code, message, tool,
+        details (keys and values) and extra fields (a handler may put one anywhere; the error
+        reaches stderr, the trace, a model's prompt and ``catch``)."""
+        redact = self._secrets.redact_value
+        fields = (err.code, err.message, err.tool, err.details, err.extra)
+        redacted = redact(fields)
+        if redacted is fields:
             return err
-        message, details, extra = redacted
-        return LumaError(err.code, message, retryable=err.retryable, tool=err.tool,
-                         details=details, extra=extra, span=err.span)
+        code, message, tool, details, extra = redacted
+        return LumaError(code, message, retryable=err.retryable, tool=tool, details=details,
+                         extra=extra, span=err.span)
 
     def _redact(self, text: str) -> str:
-        for secret in tuple(self._secrets):  # the approval prompt redacts from its thread
-            if secret in text:
-                text = text.replace(secret, "[secret]")
-        return text
+        return self._secrets.redact(text)
+
+    def _shown(self, validator: SchemaValidator, value: Any,
+               violations: list[Violation]) -> list[Violation]:
+        """The violations to show for ``value``: with a secret in it, those of the value with its
+        secrets replaced, as a message cuts a long value short and could cut a secret in half
+        (the text edge would no longer recognise it). The original ones when replacing changes
+        what breaks (a rule the secret itself breaks)."""
+        if not violations or not self._secrets:
+            return violations
+        redacted = self._secrets.redact_value(value)
+        if redacted is value:
+            return violations
+        _, shown = validator.validate_and_fill(redacted, soft_rules=True)
+        same = [(v.path, v.rule, v.soft) for v in shown] == \
+            [(v.path, v.rule, v.soft) for v in violations]
+        return shown if same else violations
 
     # -------------------------------------------------------------------------------- plans
     def _plan(self, name: str, agent: ast.AgentDecl | None) -> _CallPlan:
@@ -525,16 +543,6 @@ def _idempotency_key(value: Any, path: tuple[str, ...]) -> str | None:
     if value is None:
         return None
     return value if isinstance(value, str) else canonical_json(value)
-
-
-def _redact_json(value: Any, redact: Any) -> Any:
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        return {k: _redact_json(v, redact) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_redact_json(v, redact) for v in value)
-    return value
 
 
 def _numbers_by_value(value: Any) -> Any:

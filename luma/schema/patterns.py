@@ -12,7 +12,7 @@ matchers by using ambiguity of NFA" (2016):
   ``p``, from ``p`` to ``q`` and from ``q`` to ``q``.
 
 A pattern with neither is matched by ``re`` in time linear in the input for a given pattern. The
-checker refuses the others (E048); the validator refuses to run them (``SchemaError``).
+checker refuses the others (E049); the validator refuses to run them (``SchemaError``).
 Character classes are compared on a sample of characters (all of ASCII, the pattern's own
 characters and range ends, and a few from other scripts), so the analysis knows ``\\d`` and
 ``[0-9a-f]`` share ``7``. Zero-width assertions (``^ $ \\b``, lookarounds) are taken as matching

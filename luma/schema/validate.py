@@ -428,7 +428,7 @@ class _Compiler:
             try:
                 if isinstance(raw, str):
                     compiled = re.compile(raw)
-                    if not matching_time(raw).is_bounded:  # refused by the checker (E048)
+                    if not matching_time(raw).is_bounded:  # refused by the checker (E049)
                         raise SchemaError(f"pattern {raw!r} can take more than linear time "
                                           "to match")
                     node.pattern = compiled.fullmatch

@@ -328,7 +328,7 @@ def run_tables(text: str, file: str) -> ast.Program:
 
 def _too_deep(node: Any, rule: str) -> Diagnostic:
     kind = _NESTS[rule]
-    return Diagnostic("error", "E046", f"This {kind} is nested more than {MAX_NESTING} levels "
+    return Diagnostic("error", "E047", f"This {kind} is nested more than {MAX_NESTING} levels "
                       "deep.", node.span, _NESTING_HINTS[kind])
 
 
@@ -636,7 +636,7 @@ class _ToAst:
         # the length first: int() refuses to read more than 4300 digits
         if len(text) > len(str(MAX_SAFE_INTEGER)) or int(text) > MAX_SAFE_INTEGER:
             raise _Refused(Diagnostic(
-                "error", "E047", f"The integer {_abridged(text)} is too large: integers are at "
+                "error", "E048", f"The integer {_abridged(text)} is too large: integers are at "
                 f"most {MAX_SAFE_INTEGER} (2^53 - 1).", self._tok(c[0]),
                 "a larger number can be written as a float (e.g. 1e20) or as a string"))
         return ast.Literal(int(text), self._tok(c[0]))
@@ -646,7 +646,7 @@ class _ToAst:
         value = float(text)
         if value == float("inf"):
             raise _Refused(Diagnostic(
-                "error", "E047", f"The number {_abridged(text)} is too large for a float: the "
+                "error", "E048", f"The number {_abridged(text)} is too large for a float: the "
                 "largest is about 1.8e308.", self._tok(c[0])))
         return ast.Literal(value, self._tok(c[0]))
 
