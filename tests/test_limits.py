@@ -96,8 +96,14 @@ def test_a_checker_failure_is_that_files_diagnostic(
 def test_a_repetition_grows_one_list() -> None:
     # Each item of a list literal, a schema or a block is one reduction of a repetition rule
     # (`(_sep field)*`); copying the list so far into a new one at each was quadratic.
-    steps = {(s[0], s[1]): s for s in parse._rule_steps()}
-    repetitions = [s for (origin, _), s in steps.items() if "_star_" in origin and s[3]]
+    # The step that adds an item is the longest rule of its repetition (`rep (_NL | ",") x`);
+    # the shorter ones start the list.
+    longest: dict[str, int] = {}
+    for s in parse._rule_steps():
+        if "_star_" in s[0]:
+            longest[s[0]] = max(longest.get(s[0], 0), s[1])
+    repetitions = [s for s in parse._rule_steps()
+                   if "_star_" in s[0] and s[3] and s[1] == longest[s[0]]]
     assert repetitions
     for origin, length, function, include, append_none, expand1, unit, nests, grows in repetitions:
         assert grows, origin

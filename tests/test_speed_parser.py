@@ -56,9 +56,13 @@ def lark_reference(text: str, file: str = "t.luma") -> Any:
     from lark.exceptions import UnexpectedInput
 
     if file not in _REFERENCE:
-        _REFERENCE[file] = tablegen.build_lark(grammar_text(), transformer=_LarkTokensToAst(file))
+        _REFERENCE[file] = (_LarkTokensToAst(file),)
+        _REFERENCE[file] += (tablegen.build_lark(grammar_text(),
+                                                 transformer=_REFERENCE[file][0]),)
+    transformer, parser = _REFERENCE[file]
+    transformer.builder.text = text  # the source, as run_tables gives it (a sql string's offsets)
     try:
-        return _REFERENCE[file].parse(text)
+        return parser.parse(text)
     except UnexpectedInput:
         return NoParse
 

@@ -62,6 +62,14 @@ CODES: dict[str, str] = {
     "E047": "nesting too deep",
     "E048": "number literal out of range",
     "E049": "pattern that can take exponential time",
+    # datasources, queries and commands (DATA.md §5)
+    "E050": "unknown datasource",
+    "E051": "query or command without datasource or sql",
+    "E052": "SQL placeholder that is not a parameter",
+    "E053": "side_effects or needs in a query or command",
+    "E054": "query or command rows that are not a schema or a list of one",
+    "E055": "more than one SQL statement",
+    "E056": "datasources config entry for an undeclared datasource",
     # warnings
     "W001": "tool offered to a model without a description",
     "W002": "variable may be unassigned",
@@ -69,4 +77,5 @@ CODES: dict[str, str] = {
     "W004": "ask uses the default model",
     "W005": "unreachable or suspicious code",
     "W006": "ask uses a type the model's provider cannot express",
+    "W007": "query or command parameter that its SQL never uses",
 }

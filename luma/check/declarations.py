@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from luma.check.agents import check_agent
 from luma.check.annotations import ValueCheck
+from luma.check.data import check_datasource
 from luma.check.models import check_model
 from luma.check.schemas import check_finite, check_schema, check_union
 from luma.check.symbols import Symbols
@@ -27,6 +28,8 @@ def check_declarations(program: ast.Program, symbols: Symbols, bag: DiagnosticBa
             check_tool(decl, symbols, bag, values)
         elif isinstance(decl, ast.ModelDecl):
             check_model(decl, symbols, bag)
+        elif isinstance(decl, ast.DatasourceDecl):
+            check_datasource(decl, bag)
         else:
             check_agent(decl, symbols, bag, values)
     check_finite(symbols, bag)

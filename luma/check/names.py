@@ -11,7 +11,7 @@ from luma.syntax.source import Span
 
 KEYWORDS = frozenset((
     "schema tool model agent fn if else for in return try catch throw ask using tagged by needs "
-    "enum map true false null and or not"
+    "enum map true false null and or not datasource query command"
 ).split())
 """The reserved words of LANGUAGE.md §1."""
 

@@ -17,6 +17,8 @@ def what_is(name: str, symbols: Symbols) -> str | None:
         return "a model"
     if name in symbols.agents:
         return "an agent"
+    if name in symbols.datasources:
+        return "a datasource"
     return None
 
 

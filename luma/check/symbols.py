@@ -9,7 +9,7 @@ from luma.syntax.diagnostics import DiagnosticBag, Related
 
 _KIND_WORDS = {
     ast.SchemaDecl: "schema", ast.UnionDecl: "schema", ast.ToolDecl: "tool",
-    ast.ModelDecl: "model", ast.AgentDecl: "agent",
+    ast.ModelDecl: "model", ast.AgentDecl: "agent", ast.DatasourceDecl: "datasource",
 }
 
 
@@ -23,6 +23,7 @@ class Symbols:
     tools: dict[str, ast.ToolDecl] = field(default_factory=dict)
     models: dict[str, ast.ModelDecl] = field(default_factory=dict)
     agents: dict[str, ast.AgentDecl] = field(default_factory=dict)
+    datasources: dict[str, ast.DatasourceDecl] = field(default_factory=dict)
 
     def is_type(self, name: str) -> bool:
         return name in self.schemas or name in self.unions
@@ -38,7 +39,7 @@ def collect_symbols(program: ast.Program, bag: DiagnosticBag) -> Symbols:
     for decl in program.declarations:
         first = seen.get(decl.name)
         if first is not None:
-            kind = _KIND_WORDS[type(decl)]
+            kind = decl.kind if isinstance(decl, ast.ToolDecl) else _KIND_WORDS[type(decl)]
             bag.error("E004", f"'{decl.name}' is declared more than once.", decl.name_span,
                       hint=f"rename this {kind} or remove one of the declarations",
                       related=(Related(first.name_span, "first declared here"),))
@@ -52,6 +53,8 @@ def collect_symbols(program: ast.Program, bag: DiagnosticBag) -> Symbols:
             symbols.tools[decl.name] = decl
         elif isinstance(decl, ast.ModelDecl):
             symbols.models[decl.name] = decl
+        elif isinstance(decl, ast.DatasourceDecl):
+            symbols.datasources[decl.name] = decl
         else:
             symbols.agents[decl.name] = decl
     return symbols

@@ -24,16 +24,28 @@ RETRY_BACKOFFS = ("none", "fixed", "exponential")
 
 def check_tool(tool: ast.ToolDecl, symbols: Symbols, bag: DiagnosticBag,
                values: ValueCheck | None) -> None:
-    check_declared_name(tool.name, tool.name_span, bag, "tool")
-    owner = f"tool '{tool.name}'"
+    check_declared_name(tool.name, tool.name_span, bag, tool.kind)
+    owner = f"{tool.kind} '{tool.name}'"
     check_fields(tool.params, "Parameter", owner, symbols, bag, values)
+    if tool.kind != "tool":
+        from luma.check.data import check_data_tool
+
+        check_data_tool(tool, symbols, bag)  # return type, needs, datasource, sql
+        side_effects = "read" if tool.kind == "query" else "write"
+        _check_config(tool, symbols, bag, TOOL_KEYS + DATA_KEYS, side_effects)
+        return
     _check_return(tool, symbols, bag)
     _check_needs(tool, symbols, bag)
     _check_config(tool, symbols, bag)
 
 
+DATA_KEYS = ("datasource", "sql")
+"""The keys a query or command takes besides a tool's (DATA.md §1); checked in check/data.py."""
+
+
 def _check_return(tool: ast.ToolDecl, symbols: Symbols, bag: DiagnosticBag) -> None:
     t = tool.returns
+    assert t is not None  # only a command may omit it
     check_type(t, symbols, bag)
     if isinstance(t, ast.NamedType):
         return  # a declared schema or union, or an unknown name (E007 above)
@@ -57,11 +69,14 @@ def _check_needs(tool: ast.ToolDecl, symbols: Symbols, bag: DiagnosticBag) -> No
                       f"object schema, not '{type_text(need.type)}'.", need.type.span)
 
 
-def _check_config(tool: ast.ToolDecl, symbols: Symbols, bag: DiagnosticBag) -> None:
-    owner = f"tool '{tool.name}'"
-    entries = check_keys(tool.config, TOOL_KEYS, owner, bag)
+def _check_config(tool: ast.ToolDecl, symbols: Symbols, bag: DiagnosticBag,
+                  keys: tuple[str, ...] = TOOL_KEYS, fixed_side_effects: str | None = None
+                  ) -> None:
+    """``fixed_side_effects``: a query's or command's, which it may not set (check/data.py)."""
+    owner = f"{tool.kind} '{tool.name}'"
+    entries = check_keys(tool.config, keys, owner, bag)
     read = ValueReader(owner, bag)
-    side_effects: str | None = "none"
+    side_effects: str | None = fixed_side_effects or "none"
     cache = idempotent = False
     retries = 0
     for key, entry in entries.items():
@@ -69,8 +84,11 @@ def _check_config(tool: ast.ToolDecl, symbols: Symbols, bag: DiagnosticBag) -> N
             read.string(entry)
         elif key == "credential":
             _check_credential(entry, read)
+        elif key in DATA_KEYS:
+            continue  # check/data.py
         elif key == "side_effects":
-            side_effects = read.choice(entry, SIDE_EFFECTS)
+            if fixed_side_effects is None:
+                side_effects = read.choice(entry, SIDE_EFFECTS)
         elif key == "retry_backoff":
             read.choice(entry, RETRY_BACKOFFS)
         elif key in ("cache", "idempotent"):
@@ -86,7 +104,7 @@ def _check_config(tool: ast.ToolDecl, symbols: Symbols, bag: DiagnosticBag) -> N
         elif key == "idempotency_ttl_ms":
             read.integer(entry, 1, millis=True)
         elif key == "timeout":
-            _check_timeout(tool, entry, read, bag)
+            check_timeout(f"{tool.kind.capitalize()} '{tool.name}'", entry, read, bag)
         elif key == "error":
             _check_error_schema(entry, read, symbols, bag)
         elif key == "idempotency_key":
@@ -116,13 +134,14 @@ def _check_consistency(tool: ast.ToolDecl, entries: dict[str, ast.ConfigEntry],
                        "retries")
 
 
-def _check_timeout(tool: ast.ToolDecl, entry: ast.ConfigEntry, read: ValueReader,
-                   bag: DiagnosticBag) -> None:
+def check_timeout(owner: str, entry: ast.ConfigEntry, read: ValueReader,
+                  bag: DiagnosticBag) -> None:
+    """``timeout:`` of ``owner`` (``Tool 'x'``, ``Datasource 'y'``): milliseconds > 0."""
     value = entry.value
     if (isinstance(value, ast.Literal) and isinstance(value.value, int)
             and not isinstance(value.value, bool)):
         if value.value <= 0:
-            bag.error("E013", f"Tool '{tool.name}' timeout must be greater than zero.",
+            bag.error("E013", f"{owner} timeout must be greater than zero.",
                       value.span, hint="give the timeout in milliseconds, e.g. timeout: 3000")
         elif value.value > MAX_TIMEOUT_MS:
             read.invalid(entry, f"at most {MAX_TIMEOUT_MS} milliseconds")
@@ -178,4 +197,4 @@ def _check_idempotency_key(tool: ast.ToolDecl, entry: ast.ConfigEntry, read: Val
             fields = {g.name: g for g in schema.fields} if schema is not None else {}
 
 
-__all__ = ["check_tool", "TOOL_KEYS", "SIDE_EFFECTS", "RETRY_BACKOFFS"]
+__all__ = ["check_tool", "check_timeout", "TOOL_KEYS", "DATA_KEYS", "SIDE_EFFECTS", "RETRY_BACKOFFS"]

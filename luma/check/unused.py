@@ -39,6 +39,7 @@ def check_unused(program: ast.Program, symbols: Symbols, bag: DiagnosticBag) -> 
     _unused_schemas(program, symbols, bag)
     _unused_tools(program, symbols, bag)
     _unused_models(program, symbols, bag)
+    _unused_datasources(program, symbols, bag)
 
 
 def _listed_tools(agent: ast.AgentDecl) -> list[ast.Name]:
@@ -150,7 +151,8 @@ def _unused_schemas(program: ast.Program, symbols: Symbols, bag: DiagnosticBag) 
     roots: list[ast.TypeExpr] = []
     for tool in program.tools:
         roots.extend(p.type for p in tool.params)
-        roots.append(tool.returns)
+        if tool.returns is not None:
+            roots.append(tool.returns)
         roots.extend(n.type for n in tool.needs)
         error = tool.entry("error")
         if error is not None and isinstance(error.value, ast.Name):
@@ -197,7 +199,8 @@ def _unused_tools(program: ast.Program, symbols: Symbols, bag: DiagnosticBag) ->
             used.add(expr.using_tool)
     for tool in symbols.tools.values():
         if tool.name not in used and _referable(tool.name):
-            bag.warning("W003", f"Tool '{tool.name}' is declared but never used.",
+            bag.warning("W003", f"{tool.kind.capitalize()} '{tool.name}' is declared but never "
+                        "used.",
                         tool.name_span,
                         hint=f"list it in an agent's tools or call it with "
                              f"tool {tool.name}(...), or remove it")
@@ -217,3 +220,16 @@ def _unused_models(program: ast.Program, symbols: Symbols, bag: DiagnosticBag) -
             bag.warning("W003", f"Model '{model.name}' is declared but never used.",
                         model.name_span,
                         hint="name it in an agent's model: entry, or remove it")
+
+
+def _unused_datasources(program: ast.Program, symbols: Symbols, bag: DiagnosticBag) -> None:
+    named = set()
+    for tool in program.tools:
+        entry = tool.entry("datasource")
+        if entry is not None and isinstance(entry.value, ast.Name):
+            named.add(entry.value.id)
+    for source in symbols.datasources.values():
+        if source.name not in named and _referable(source.name):
+            bag.warning("W003", f"Datasource '{source.name}' is declared but never used.",
+                        source.name_span,
+                        hint="name it in a query's or command's datasource: entry, or remove it")

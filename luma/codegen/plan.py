@@ -115,8 +115,8 @@ def build_plan(program: ast.Program, source: str, reserved: Callable[[str], bool
     tools: list[ToolSpec] = []
     seen_tools: set[str] = set()
     for tool in program.tools:
-        if tool.name in seen_tools:
-            continue
+        if tool.name in seen_tools or tool.returns is None or tool.kind != "tool":
+            continue  # a query's or command's handler is its datasource's bridge
         seen_tools.add(tool.name)
         where = f"tool '{tool.name}'"
         base = pascal_case(tool.name)

@@ -10,7 +10,15 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 CONFIG_NAME = "luma.config.json"
 
@@ -63,6 +71,39 @@ class IdempotencyStoreConfig(_Strict):
     encryption: Literal["aes-256-gcm"] | None = None
 
 
+class EnvReference(_Strict):
+    env: str
+
+
+class DatasourceConfig(_Strict):
+    """A datasource's bridge (DATA.md §4): ``sqlite`` with a ``path`` (relative to the
+    program's folder, or ``":memory:"``), or ``postgres`` with a ``url`` read from the
+    environment (a secret: never written in the file, never printed)."""
+
+    driver: Literal["sqlite", "postgres"]
+    path: str | None = None
+    url: EnvReference | None = None
+    init: str | None = None  # sqlite: a SQL script that fills a database Luma creates
+
+    @model_validator(mode="after")
+    def _driver_keys(self) -> DatasourceConfig:
+        if self.driver == "sqlite":
+            if self.path is None:
+                raise ValueError('the sqlite driver needs "path": a file beside the program, '
+                                 'or ":memory:"')
+            if self.url is not None:
+                raise ValueError('the sqlite driver takes "path", not "url"')
+        elif self.init is not None:
+            raise ValueError('"init" is for the sqlite driver only')
+        if self.driver == "postgres":
+            if self.url is None:
+                raise ValueError('the postgres driver needs "url": {"env": "NAME"}, the '
+                                 "environment variable that holds the URL")
+            if self.path is not None:
+                raise ValueError('the postgres driver takes "url", not "path"')
+        return self
+
+
 class LumaConfig(_Strict):
     tool_modules: list[str | ToolModuleManifest] = Field(default_factory=list)
     tool_module_policy: ToolModulePolicy | None = None
@@ -70,6 +111,7 @@ class LumaConfig(_Strict):
     idempotency_store: IdempotencyStoreConfig = Field(default_factory=IdempotencyStoreConfig)
     default_model: str | None = None
     models: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    datasources: dict[str, DatasourceConfig] = Field(default_factory=dict)
     _source: str = PrivateAttr(default=CONFIG_NAME)
 
     @property
@@ -88,6 +130,8 @@ _ALLOWED_KEYS: dict[str, tuple[str, ...]] = {
     "tool_module_policy": tuple(ToolModulePolicy.model_fields),
     "idempotency_store": tuple(IdempotencyStoreConfig.model_fields),
     "tool_contexts.*.*": tuple(ContextField.model_fields),
+    "datasources.*": tuple(DatasourceConfig.model_fields),
+    "datasources.*.url": tuple(EnvReference.model_fields),
 }
 
 
@@ -111,6 +155,8 @@ def _shape(loc: tuple[Any, ...]) -> str:
         return "tool_modules[]"
     if parts[0] == "tool_contexts":
         return "tool_contexts.*.*"
+    if parts[0] == "datasources":
+        return "datasources.*" if len(parts) == 2 else "datasources.*.url"
     return str(parts[0]) if len(parts) == 1 else ""
 
 
@@ -128,6 +174,16 @@ def _messages(error: ValidationError) -> list[str]:
         if len(loc) > 2 and loc[0] == "tool_modules" and loc[2] == "str" and loc[:2] in manifest_locs:
             continue
         path = _key_path(loc)
+        if loc[:1] == ("datasources",):
+            # what is written there may hold a URL, a secret: never shown
+            e = {k: v for k, v in e.items() if k != "input"}  # type: ignore[assignment]
+            if loc[-1] == "url" and e["type"] in ("model_type", "dict_type"):
+                msg = (f'{path}: must be {{"env": "NAME"}}, the environment variable that holds '
+                       "the URL (a URL holds a password and is not written in the config)")
+                if msg not in seen:
+                    seen.add(msg)
+                    out.append(msg)
+                continue
         if e["type"] == "extra_forbidden":
             key = str(loc[-1])
             allowed = _ALLOWED_KEYS.get(_shape(loc[:-1]) if len(loc) > 1 else "", ())

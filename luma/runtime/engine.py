@@ -64,6 +64,7 @@ class Runtime:
         self.ask_engine = ask_engine
         # tool name → the semaphore of its module (tool_module_policy.max_concurrency)
         self.concurrency_limits: dict[str, asyncio.Semaphore] = {}
+        self.datasources: Any = None  # luma.data.bridges.Datasources: closed with the run
         self.pipeline = ToolPipeline(self)
 
     @property
@@ -118,8 +119,12 @@ class Runtime:
     async def aclose(self) -> None:
         """Release what the run holds open: the ask engine's providers and HTTP client."""
         close = getattr(self.ask_engine, "aclose", None)
-        if close is not None:
-            await close()
+        try:
+            if close is not None:
+                await close()
+        finally:
+            if self.datasources is not None:
+                self.datasources.close()
 
 
 def agent_tools(agent: ast.AgentDecl) -> list[str]:

@@ -65,6 +65,7 @@ class ToolModule:
     path: str
     handlers: dict[str, Handler]
     export: str
+    datasources: dict[str, Handler] = field(default_factory=dict)  # DATA.md §4: the bridges
 
 
 @dataclass(slots=True)
@@ -73,6 +74,7 @@ class ToolRegistry:
 
     handlers: dict[str, Handler] = field(default_factory=dict)
     origins: dict[str, str] = field(default_factory=dict)
+    datasources: dict[str, Handler] = field(default_factory=dict)  # bridge by datasource
 
     def add(self, module: ToolModule) -> None:
         """Register every handler of ``module``; a name already registered is a conflict and
@@ -80,9 +82,14 @@ class ToolRegistry:
         for name in module.handlers:
             if name in self.handlers:
                 raise ToolModuleError(f"Tool registry conflict: {name}.", module.path)
+        for name in module.datasources:
+            if name in self.datasources:
+                raise ToolModuleError(f"Datasource bridge conflict: {name} (two tool modules "
+                                      "export a bridge for it).", module.path)
         for name, handler in module.handlers.items():
             self.handlers[name] = handler
             self.origins[name] = module.path
+        self.datasources.update(module.datasources)
 
     def __contains__(self, name: object) -> bool:
         return name in self.handlers
@@ -106,7 +113,7 @@ def load_tool_module(path: str | Path, *, shown: str | None = None,
     if not file.is_file():
         raise not_a_module_file(f"Tool module '{shown}'", file, shown)
     module = _import_file(file, shown, executor)
-    return ToolModule(shown, *_find_handlers(module, shown))
+    return ToolModule(shown, *_find_handlers(module, shown), _find_bridges(module, shown))
 
 
 def load_registry(paths: Iterable[str | Path]) -> tuple[ToolRegistry, list[ToolModuleError]]:
@@ -222,6 +229,31 @@ def _find_handlers(module: ModuleType, shown: str) -> tuple[dict[str, Handler], 
         and not isinstance(value, ModuleType) and getattr(value, "__module__", None) == own
     }
     return handlers, TOP_LEVEL_EXPORT
+
+
+def _find_bridges(module: ModuleType, shown: str) -> dict[str, Handler]:
+    """The module's ``datasources`` export: datasource names to bridges (DATA.md §4)."""
+    value = vars(module).get("datasources")
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ToolModuleError(
+            f"Tool module '{shown}' exports 'datasources' as a {type(value).__name__} value; it "
+            "must be a dict of datasource names to bridges.", shown,
+            _export_line(module, "datasources"))
+    bridges: dict[str, Handler] = {}
+    for key, bridge in value.items():
+        if not isinstance(key, str):
+            raise ToolModuleError(
+                f"Tool module '{shown}' export 'datasources' has a key that is not a datasource "
+                f"name: {key!r}.", shown, _export_line(module, "datasources"))
+        if not callable(bridge):
+            raise ToolModuleError(
+                f"Tool module '{shown}' export 'datasources' maps '{key}' to a value that is "
+                f"not callable ({type(bridge).__name__}).", shown,
+                _export_line(module, "datasources"))
+        bridges[key] = bridge
+    return bridges
 
 
 def _refuse_misnamed_export(module: ModuleType, namespace: dict[str, Any], shown: str) -> None:

@@ -35,7 +35,7 @@ from luma.runtime.settings import (
     tool_settings,
 )
 from luma.runtime.values import canonical_json
-from luma.schema.compile import tool_input_name
+from luma.schema.compile import tool_input_name, tool_result
 from luma.schema.validate import SchemaValidator, Violation, validator_for
 from luma.syntax import ast
 
@@ -408,12 +408,12 @@ class ToolPipeline:
         if handler is None:
             raise LumaError(TOOL_NOT_FOUND, f"'{name}' is not registered in the tool registry.",
                             tool=name)
-        settings = tool_settings(decl)
+        settings = tool_settings(decl, data_timeout_ms(decl, runtime.program))
         problem = consistency_problem(decl, settings)
         if problem is not None:
             raise LumaError(TOOL_CONFIG_INVALID, problem, tool=name)
         schemas = runtime.schemas
-        output = validator_for(schemas.standalone(decl.returns))
+        output = validator_for(schemas.standalone(tool_result(decl)))
         error = (validator_for(schemas.standalone(settings.error_schema))
                  if settings.error_schema is not None else None)
         needs = tuple(Need(n.name, validator_for(schemas.standalone(n.type)))
@@ -503,6 +503,15 @@ class _Stats:
 
 
 # ---------------------------------------------------------------------------------- helpers
+
+
+def data_timeout_ms(tool: ast.ToolDecl, program: ast.Program) -> int | None:
+    """A query's or command's default timeout: its datasource's (DATA.md §1)."""
+    if tool.kind == "tool":
+        return None
+    from luma.data.bridges import datasource_timeout_ms
+
+    return datasource_timeout_ms(tool, program)
 
 
 def retry_delays(settings: ToolSettings) -> tuple[float, ...]:

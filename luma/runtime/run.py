@@ -149,10 +149,15 @@ def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str],
         from luma.runtime.secrets import register_startup_secrets
 
         register_startup_secrets(secrets, program, config, os.environ)
-    handlers, limits = _load_handlers(program_path, options, config)
-    missing = [t.name for t in program.tools if t.name not in handlers]
+    handlers, limits, bridges = _load_handlers(program_path, options, config)
+    missing = [t.name for t in program.tools if t.kind == "tool" and t.name not in handlers]
     if missing:
         raise StartError([f"'{name}' is not registered in the tool registry." for name in missing])
+    data_names = [t.name for t in program.tools if t.kind != "tool" and t.name in handlers]
+    if data_names:
+        raise StartError([f"'{name}' is a {program_tool(program, name).kind}: its handler is the "
+                          "bridge of its datasource, not a function of a tool module."
+                          for name in data_names])
 
     target = choose_target(checked, options)
     try:
@@ -161,19 +166,50 @@ def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str],
     except OSError as exc:
         raise StartError([f"cannot write the trace file {options.trace}: "
                           f"{exc.strerror or exc}"]) from None
+    data = None
     try:
+        data = _open_datasources(program, config, bridges, program_path, telemetry)
+        handlers.update(data.handlers)
         runtime = Runtime(program, handlers=handlers, config=config, telemetry=telemetry,
                           stderr=stderr, base_dir=str(program_path.resolve().parent))
+        runtime.datasources = data
         runtime.concurrency_limits = limits
         _attach_ask_engine(runtime, options)
         _check_api_keys(runtime, target, options)
     except LumaError as exc:
         telemetry.close()
+        if data is not None:
+            data.close()
         raise StartError([exc.message]) from None
     except StartError:
         telemetry.close()
+        if data is not None:
+            data.close()
         raise
     return runtime, target
+
+
+def program_tool(program: Any, name: str) -> Any:
+    return next(t for t in program.tools if t.name == name)
+
+
+def _open_datasources(program: Any, config: Any, bridges: dict[str, Any], program_path: Path,
+                      telemetry: Any) -> Any:
+    """The bridges of the program's datasources and the handlers of its queries and commands
+    (DATA.md §4); a datasource without a bridge, or a database that cannot be reached, stops
+    the program here."""
+    from luma.data.bridges import DataStartError, Datasources, open_datasources
+
+    if not program.datasources and not getattr(config, "datasources", None) and not bridges:
+        return Datasources()
+    redactor = telemetry.redactor
+    try:
+        data = open_datasources(program, config, bridges, program_path.resolve().parent,
+                                os.environ, keep_secret=redactor.add, redact=redactor.redact)
+    except DataStartError as exc:
+        raise StartError(exc.lines) from None
+    data.emit = telemetry.emit
+    return data
 
 
 def program_inputs(program_path: Path, options: RunOptions, config: Any) -> dict[Path, str]:
@@ -240,9 +276,10 @@ def _check_api_keys(runtime: Any, target: Target, options: RunOptions) -> None:
 
 
 def _load_handlers(program_path: Path, options: RunOptions,
-                   config: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+                   config: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """The handlers of the config's and the command line's tool modules, checked against their
-    manifests and ``tool_module_policy``, and each tool's concurrency limit."""
+    manifests and ``tool_module_policy``, each tool's concurrency limit, and the modules'
+    datasource bridges."""
     from luma.runtime.manifests import load_program_modules
 
     loaded = load_program_modules(program_path.resolve().parent, config, options.tool_modules)
@@ -250,7 +287,7 @@ def _load_handlers(program_path: Path, options: RunOptions,
                 for exc in loaded.errors]
     if problems:
         raise StartError(problems)
-    return dict(loaded.registry.handlers), loaded.limits
+    return dict(loaded.registry.handlers), loaded.limits, dict(loaded.registry.datasources)
 
 
 def choose_target(checked: CheckedFile, options: RunOptions) -> Target:

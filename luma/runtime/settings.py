@@ -52,15 +52,17 @@ class AgentSettings:
     tool_timeout_max_ms: int | None = None
 
 
-def tool_settings(tool: ast.ToolDecl) -> ToolSettings:
-    """Read a tool's configuration entries."""
+def tool_settings(tool: ast.ToolDecl, default_timeout_ms: int | None = None) -> ToolSettings:
+    """Read a tool's configuration entries. A query reads and a command writes (DATA.md §1);
+    ``default_timeout_ms`` is their datasource's ``timeout``, used when they set none."""
     key_path = _dotted(tool.entry("idempotency_key"))
     if key_path and len(key_path) > 1 and key_path[0] == "input" \
             and all(p.name != "input" for p in tool.params):
         key_path = key_path[1:]  # `input.request_id` names the field `request_id`
     return ToolSettings(
         name=tool.name,
-        side_effects=_choice(tool.entry("side_effects"), ("none", "read", "write"), "none"),
+        side_effects=_DATA_SIDE_EFFECTS.get(tool.kind) or
+        _choice(tool.entry("side_effects"), ("none", "read", "write"), "none"),
         cache=_bool(tool.entry("cache"), False),
         scope=_string(tool.entry("scope")),
         credential=_string(tool.entry("credential")),
@@ -70,13 +72,16 @@ def tool_settings(tool: ast.ToolDecl) -> ToolSettings:
                               "none"),
         retry_delay_ms=_int(tool.entry("retry_delay"), DEFAULT_RETRY_DELAY_MS, minimum=0)
         or 0,
-        timeout_ms=_int(tool.entry("timeout"), None, minimum=1),
+        timeout_ms=_int(tool.entry("timeout"), None, minimum=1) or default_timeout_ms,
         idempotent=_bool(tool.entry("idempotent"), False),
         idempotency_key=tuple(key_path) if key_path else None,
         idempotency_ttl_ms=_int(tool.entry("idempotency_ttl_ms"), DEFAULT_IDEMPOTENCY_TTL_MS,
                                 minimum=1) or DEFAULT_IDEMPOTENCY_TTL_MS,
         needs=tool.needs,
     )
+
+
+_DATA_SIDE_EFFECTS = {"query": "read", "command": "write"}
 
 
 def agent_settings(agent: ast.AgentDecl) -> AgentSettings:

@@ -37,6 +37,21 @@ _PRIMITIVE_SCHEMAS: dict[str, dict[str, Any]] = {
 _GLOBAL_FLAGS = re.compile(r"^(?:\(\?[aiLmsux]+\))+")
 
 
+ROWS_AFFECTED = "__rows_affected"
+"""The result of a command that declares no return type: ``{"rows_affected": <int>}``."""
+
+
+def tool_result(tool: ast.ToolDecl) -> ast.TypeExpr | str:
+    """What a tool returns: its declared type, or :data:`ROWS_AFFECTED` for a command without
+    one."""
+    return tool.returns if tool.returns is not None else ROWS_AFFECTED
+
+
+def rows_affected_schema() -> dict[str, Any]:
+    return {"type": "object", "properties": {"rows_affected": {"type": "integer", "minimum": 0}},
+            "required": ["rows_affected"], "additionalProperties": False}
+
+
 def tool_input_name(tool_name: str) -> str:
     """The ``$defs`` name of a tool's input schema."""
     return f"__tool_{tool_name}_input"
@@ -158,6 +173,8 @@ class SchemaCompiler:
         tool = self._tools.get(name)
         if tool is not None:
             return self.tool_input_schema(tool)
+        if name == ROWS_AFFECTED:
+            return rows_affected_schema()
         raise KeyError(f"no schema named '{name}'")
 
     def _union_schema(self, union: ast.UnionDecl) -> dict[str, Any]:

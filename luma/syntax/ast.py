@@ -337,11 +337,28 @@ class NeedsDecl:
 
 @node
 class ToolDecl:
+    """A ``tool``, or a ``query`` / ``command`` (DATA.md §1): a tool whose handler is the bridge
+    of its datasource. ``returns`` is None only for a command with no return type."""
+
     name: str
     params: tuple[Field, ...]
-    returns: TypeExpr
+    returns: TypeExpr | None
     config: tuple[ConfigEntry, ...]
     needs: tuple[NeedsDecl, ...]
+    span: Span
+    name_span: Span
+    kind: str = "tool"  # "tool", "query" or "command"
+    # the source offset of each character of the `sql:` string, for spans on its `:name`s
+    sql_offsets: tuple[int, ...] = ()
+
+    def entry(self, key: str) -> ConfigEntry | None:
+        return _entry(self.config, key)
+
+
+@node
+class ModelDecl:
+    name: str
+    config: tuple[ConfigEntry, ...]
     span: Span
     name_span: Span
 
@@ -350,7 +367,9 @@ class ToolDecl:
 
 
 @node
-class ModelDecl:
+class DatasourceDecl:
+    """``datasource Warehouse { description: ..., timeout: ... }`` (DATA.md §1)."""
+
     name: str
     config: tuple[ConfigEntry, ...]
     span: Span
@@ -388,7 +407,7 @@ class AgentDecl:
         return None
 
 
-Decl = Union[SchemaDecl, UnionDecl, ToolDecl, ModelDecl, AgentDecl]
+Decl = Union[SchemaDecl, UnionDecl, ToolDecl, ModelDecl, AgentDecl, DatasourceDecl]
 
 
 def _entry(config: tuple[ConfigEntry, ...], key: str) -> ConfigEntry | None:
@@ -432,5 +451,9 @@ class Program:
     def agents(self) -> list[AgentDecl]:
         return self._of_kind(AgentDecl)
 
+    @property
+    def datasources(self) -> list[DatasourceDecl]:
+        return self._of_kind(DatasourceDecl)
 
-DECL_TYPES = (SchemaDecl, UnionDecl, ToolDecl, ModelDecl, AgentDecl)
+
+DECL_TYPES = (SchemaDecl, UnionDecl, ToolDecl, ModelDecl, AgentDecl, DatasourceDecl)

@@ -911,8 +911,10 @@ def _ToolDecl(cls):
     set_needs = cls.needs.__set__
     set_span = cls.span.__set__
     set_name_span = cls.name_span.__set__
+    set_kind = cls.kind.__set__
+    set_sql_offsets = cls.sql_offsets.__set__
 
-    def __init__(self, name: 'str', params: 'tuple[Field, ...]', returns: 'TypeExpr', config: 'tuple[ConfigEntry, ...]', needs: 'tuple[NeedsDecl, ...]', span: 'Span', name_span: 'Span') -> None:
+    def __init__(self, name: 'str', params: 'tuple[Field, ...]', returns: 'TypeExpr | None', config: 'tuple[ConfigEntry, ...]', needs: 'tuple[NeedsDecl, ...]', span: 'Span', name_span: 'Span', kind: 'str' = 'tool', sql_offsets: 'tuple[int, ...]' = ()) -> None:
         set_name(self, name)
         set_params(self, params)
         set_returns(self, returns)
@@ -920,23 +922,52 @@ def _ToolDecl(cls):
         set_needs(self, needs)
         set_span(self, span)
         set_name_span(self, name_span)
+        set_kind(self, kind)
+        set_sql_offsets(self, sql_offsets)
 
     def __repr__(self):
-        return self.__class__.__qualname__ + f"(name={self.name!r}, params={self.params!r}, returns={self.returns!r}, config={self.config!r}, needs={self.needs!r}, span={self.span!r}, name_span={self.name_span!r})"
+        return self.__class__.__qualname__ + f"(name={self.name!r}, params={self.params!r}, returns={self.returns!r}, config={self.config!r}, needs={self.needs!r}, span={self.span!r}, name_span={self.name_span!r}, kind={self.kind!r}, sql_offsets={self.sql_offsets!r})"
 
     def __eq__(self, other):
         if other.__class__ is self.__class__:
-            return (self.name, self.params, self.returns, self.config, self.needs, self.span, self.name_span,) == (other.name, other.params, other.returns, other.config, other.needs, other.span, other.name_span,)
+            return (self.name, self.params, self.returns, self.config, self.needs, self.span, self.name_span, self.kind, self.sql_offsets,) == (other.name, other.params, other.returns, other.config, other.needs, other.span, other.name_span, other.kind, other.sql_offsets,)
         return NotImplemented
 
     def __hash__(self):
-        return hash((self.name, self.params, self.returns, self.config, self.needs, self.span, self.name_span,))
+        return hash((self.name, self.params, self.returns, self.config, self.needs, self.span, self.name_span, self.kind, self.sql_offsets,))
 
     return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__,
             '__hash__': __hash__}
 
 
 def _ModelDecl(cls):
+    set_name = cls.name.__set__
+    set_config = cls.config.__set__
+    set_span = cls.span.__set__
+    set_name_span = cls.name_span.__set__
+
+    def __init__(self, name: 'str', config: 'tuple[ConfigEntry, ...]', span: 'Span', name_span: 'Span') -> None:
+        set_name(self, name)
+        set_config(self, config)
+        set_span(self, span)
+        set_name_span(self, name_span)
+
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(name={self.name!r}, config={self.config!r}, span={self.span!r}, name_span={self.name_span!r})"
+
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return (self.name, self.config, self.span, self.name_span,) == (other.name, other.config, other.span, other.name_span,)
+        return NotImplemented
+
+    def __hash__(self):
+        return hash((self.name, self.config, self.span, self.name_span,))
+
+    return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__,
+            '__hash__': __hash__}
+
+
+def _DatasourceDecl(cls):
     set_name = cls.name.__set__
     set_config = cls.config.__set__
     set_span = cls.span.__set__
@@ -1156,12 +1187,15 @@ NODES = {
     'NeedsDecl': ((('name', 'str', None), ('type', 'TypeExpr', None), ('span', 'Span', None), ('name_span', 'Span', None)),
         "NeedsDecl(name: 'str', type: 'TypeExpr', span: 'Span', name_span: 'Span')",
         _NeedsDecl),
-    'ToolDecl': ((('name', 'str', None), ('params', 'tuple[Field, ...]', None), ('returns', 'TypeExpr', None), ('config', 'tuple[ConfigEntry, ...]', None), ('needs', 'tuple[NeedsDecl, ...]', None), ('span', 'Span', None), ('name_span', 'Span', None)),
-        "ToolDecl(name: 'str', params: 'tuple[Field, ...]', returns: 'TypeExpr', config: 'tuple[ConfigEntry, ...]', needs: 'tuple[NeedsDecl, ...]', span: 'Span', name_span: 'Span')",
+    'ToolDecl': ((('name', 'str', None), ('params', 'tuple[Field, ...]', None), ('returns', 'TypeExpr | None', None), ('config', 'tuple[ConfigEntry, ...]', None), ('needs', 'tuple[NeedsDecl, ...]', None), ('span', 'Span', None), ('name_span', 'Span', None), ('kind', 'str', "'tool'"), ('sql_offsets', 'tuple[int, ...]', '()')),
+        'A ``tool``, or a ``query`` / ``command`` (DATA.md §1): a tool whose handler is the bridge\n    of its datasource. ``returns`` is None only for a command with no return type.',
         _ToolDecl),
     'ModelDecl': ((('name', 'str', None), ('config', 'tuple[ConfigEntry, ...]', None), ('span', 'Span', None), ('name_span', 'Span', None)),
         "ModelDecl(name: 'str', config: 'tuple[ConfigEntry, ...]', span: 'Span', name_span: 'Span')",
         _ModelDecl),
+    'DatasourceDecl': ((('name', 'str', None), ('config', 'tuple[ConfigEntry, ...]', None), ('span', 'Span', None), ('name_span', 'Span', None)),
+        '``datasource Warehouse { description: ..., timeout: ... }`` (DATA.md §1).',
+        _DatasourceDecl),
     'FnDecl': ((('name', 'str', None), ('params', 'tuple[Field, ...]', None), ('returns', 'TypeExpr | None', None), ('body', 'tuple[Stmt, ...]', None), ('span', 'Span', None), ('name_span', 'Span', None)),
         "FnDecl(name: 'str', params: 'tuple[Field, ...]', returns: 'TypeExpr | None', body: 'tuple[Stmt, ...]', span: 'Span', name_span: 'Span')",
         _FnDecl),

@@ -21,7 +21,7 @@ from luma.syntax import ast, tables
 from luma.syntax.diagnostics import Diagnostic
 from luma.syntax.lexer import CONTINUES_AFTER, NewlinePostLexer
 from luma.syntax.source import SourceFile, Span
-from luma.syntax.strings import StringProblem, parse_string
+from luma.syntax.strings import StringProblem, parse_string, value_offsets
 
 if TYPE_CHECKING:
     from lark import Lark
@@ -30,7 +30,7 @@ _PUNCT = frozenset({
     "LPAR", "RPAR", "LSQB", "RSQB", "LBRACE", "RBRACE", "COMMA", "COLON", "EQUAL", "ARROW",
     "DOT", "AT", "VBAR", "_NL", "SCHEMA", "TOOL", "MODEL", "AGENT", "FN", "IF", "_ELSE", "FOR",
     "IN", "RETURN", "TRY", "CATCH", "THROW", "ASK", "_USING", "TAGGED", "BY", "NEEDS", "ENUM",
-    "MAP", "NOT", "AND", "OR",
+    "MAP", "NOT", "AND", "OR", "DATASOURCE", "QUERY", "COMMAND",
 })
 
 
@@ -183,7 +183,7 @@ def _rule_steps() -> list[tuple[str, int, Any, Any, int, bool, bool, bool, bool]
     for origin, length, name, include, append_none, expand1 in tables.RULES:
         function = None if name is None else getattr(_ToAst, name, None)
         unit = expand1 and length == 1 and include is None
-        grows = include is not None and include[0][0] == 0 and bool(include[0][1]) \
+        grows = bool(include) and include[0][0] == 0 and bool(include[0][1]) \
             and not include[0][2]
         if grows:
             include = include[1:]
@@ -210,7 +210,7 @@ def _unit_chain(below: int, top: int, kind: str) -> int:
 def run_tables(text: str, file: str) -> ast.Program:
     """Parse ``text`` with the generated tables; raise ``NoParse`` where Lark raises a syntax
     error."""
-    builder = _ToAst(file)
+    builder = _ToAst(file, text)
     rules = _RULES
     actions = tables.ACTIONS
     end_state = tables.END
@@ -430,8 +430,9 @@ class _ToAst:
     """One method per grammar rule, called with the rule's children (tokens, nodes, ``None`` for
     an absent optional). Raises nothing semantic: the checker judges meaning."""
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, text: str = "") -> None:
         self.file = file
+        self.text = text
 
     # helpers ------------------------------------------------------------------------------
     def _span(self, children: list[Any]) -> Span:
@@ -498,6 +499,34 @@ class _ToAst:
         needs = tuple(x for x in rest[1:] if isinstance(x, ast.NeedsDecl))
         return ast.ToolDecl(name.value, params, returns, config, needs, self._span(c),
                             self._tok(name))
+
+    def query_decl(self, c: list[Any]) -> ast.ToolDecl:
+        return self._data_tool(c, "query")
+
+    def command_decl(self, c: list[Any]) -> ast.ToolDecl:
+        return self._data_tool(c, "command")
+
+    def _data_tool(self, c: list[Any], kind: str) -> ast.ToolDecl:
+        name = c[1]
+        close = next(i for i, x in enumerate(c) if isinstance(x, Token) and x.type == "RPAR")
+        params = tuple(x for x in self._sig(c[2:close]))
+        rest = self._sig(c[close + 1:])
+        returns = None
+        if rest and not isinstance(rest[0], (ast.ConfigEntry, ast.NeedsDecl)):
+            returns = rest.pop(0)
+        config = tuple(x for x in rest if isinstance(x, ast.ConfigEntry))
+        needs = tuple(x for x in rest if isinstance(x, ast.NeedsDecl))
+        offsets: tuple[int, ...] = ()
+        sql = next((e.value for e in config if e.key == "sql"), None)
+        if isinstance(sql, ast.StringLit) and self.text:
+            offsets = value_offsets(self.text[sql.span.start:sql.span.end], sql.span.start)
+        return ast.ToolDecl(name.value, params, returns, config, needs, self._span(c),
+                            self._tok(name), kind, offsets)
+
+    def datasource_decl(self, c: list[Any]) -> ast.DatasourceDecl:
+        sig = self._sig(c)
+        return ast.DatasourceDecl(sig[0].value, tuple(sig[1:]), self._span(c),
+                                  self._tok(sig[0]))
 
     def needs_decl(self, c: list[Any]) -> ast.NeedsDecl:
         sig = self._sig(c)

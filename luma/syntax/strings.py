@@ -55,6 +55,19 @@ def _body_chars(raw: str, start: int) -> list[tuple[str, int]]:
     return [(c, start + 1 + i) for i, c in enumerate(raw[1:-1])]
 
 
+def value_offsets(raw: str, start: int) -> tuple[int, ...]:
+    """The source offset of each character of the string's value (an escape counts at its
+    backslash), for the raw text of a string token starting at offset ``start``. The token has
+    been parsed already, so its escapes are known to be valid."""
+    chars = _body_chars(raw, start)
+    offsets: list[int] = []
+    i = 0
+    while i < len(chars):
+        offsets.append(chars[i][1])
+        i += 2 if chars[i][0] == "\\" else 1
+    return tuple(offsets)
+
+
 def parse_string(raw: str, start: int, file: str) -> StringLit:
     """Build a ``StringLit`` from a string token's raw text starting at offset ``start``."""
     chars = _body_chars(raw, start)

@@ -10,7 +10,7 @@ from typing import Any
 from luma.syntax.lexer import NewlinePostLexer
 
 _KEYWORDS = ("schema tool model agent fn if else for in return try catch throw ask using tagged "
-             "by needs enum map true false null and or not").split()
+             "by needs enum map true false null and or not datasource query command").split()
 
 _NAMES: dict[str, str] = {
     "NAME": "a name", "INT": "a number", "FLOAT": "a number", "STRING": "a string",
@@ -27,7 +27,7 @@ _OPERATORS = {"PLUS", "MINUS", "MUL_OP", "COMP_OP", "AND", "OR", "DOT", "LSQB", 
 # The keywords that begin a declaration or a statement, and those that begin an expression:
 # a name just before the error, where one of these belongs, is most likely a misspelling.
 _ENTRY_KEYWORDS = ("schema", "tool", "model", "agent", "if", "for", "return", "try", "throw",
-                   "ask")
+                   "ask", "datasource", "query", "command")
 _EXPRESSION_KEYWORDS = ("ask", "tool", "not")
 # Words from other languages for a Luma keyword.
 _OTHER_LANGUAGES = {

@@ -1,0 +1,173 @@
+"""The built-in ``sqlite`` bridge (DATA.md §4): the standard library's ``sqlite3``, a pool of
+connections to one database file beside the program (or one shared in-memory database).
+
+Each call runs one statement in a transaction of its own (``BEGIN`` … ``COMMIT``, ``ROLLBACK``
+on any failure). The call's timeout is enforced inside SQLite by a progress handler, and the
+call's Signal interrupts the running statement. Columns declared ``JSON``/``JSONB`` come back as
+the JSON they hold, ``NUMERIC``/``DECIMAL`` as exact decimals; other values are SQLite's own
+(integers, floats, text, null; a blob is refused by the row conversion).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable, Mapping
+from decimal import Decimal
+from pathlib import Path
+from time import monotonic
+from typing import Any
+
+from luma.data.bridges import (
+    DataStartError,
+    StatementCancelled,
+    StatementTimedOut,
+    cancel_on,
+)
+
+_memory_ids = itertools.count(1)
+_CONVERTERS: dict[str, Callable[[bytes], Any]] = {"JSON": json.loads, "JSONB": json.loads,
+               "NUMERIC": lambda b: Decimal(b.decode()), "DECIMAL": lambda b: Decimal(b.decode())}
+# Progress handler granularity: SQLite calls it every this many virtual machine steps.
+_STEPS = 1000
+
+
+def _register_converters() -> None:
+    # sqlite3's converters are process-wide; one a program registered itself is left alone.
+    for name, convert in _CONVERTERS.items():
+        sqlite3.converters.setdefault(name.upper(), convert)
+
+
+class SqliteBridge:
+    driver = "sqlite"
+
+    def __init__(self, name: str, target: str, uri: bool, size: int) -> None:
+        self.name = name
+        self._target = target
+        self._uri = uri
+        self._idle: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
+        self._slots = threading.BoundedSemaphore(size)
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._keeper: sqlite3.Connection | None = None  # keeps a shared memory database alive
+
+    @classmethod
+    def open(cls, name: str, path: str, init: str | None, base_dir: Path,
+             size: int) -> SqliteBridge:
+        """Open the database (creating the file when it does not exist; then ``init``, a SQL
+        script beside the program, fills it); one connection is opened now, so a file that
+        cannot be opened stops the program before anything runs."""
+        _register_converters()
+        if path == ":memory:":
+            bridge = cls(name, f"file:luma-{name}-{next(_memory_ids)}?mode=memory&cache=shared",
+                         True, size)
+            created = True
+        else:
+            file = Path(path) if Path(path).is_absolute() else base_dir / path
+            created = not file.exists()
+            bridge = cls(name, str(file), False, size)
+        try:
+            first = bridge._connect()
+        except sqlite3.Error as exc:
+            raise DataStartError([f"datasource '{name}' (sqlite) cannot open {path}: {exc}"]) \
+                from None
+        if path == ":memory:":
+            bridge._keeper = bridge._connect()
+        if created and init is not None:
+            script = Path(init) if Path(init).is_absolute() else base_dir / init
+            try:
+                first.executescript(script.read_text(encoding="utf-8"))
+            except OSError as exc:
+                bridge.close_connection(first)
+                raise DataStartError([f"datasource '{name}' (sqlite) cannot read its init "
+                                      f"script {init}: {exc.strerror or exc}"]) from None
+            except sqlite3.Error as exc:
+                bridge.close_connection(first)
+                raise DataStartError([f"datasource '{name}' (sqlite): its init script {init} "
+                                      f"failed: {exc}"]) from None
+        bridge._idle.put(first)
+        return bridge
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self._target, uri=self._uri, isolation_level=None,
+                               check_same_thread=False, detect_types=sqlite3.PARSE_DECLTYPES,
+                               timeout=5.0)
+        with self._lock:
+            self._all.append(conn)
+        return conn
+
+    def close_connection(self, conn: sqlite3.Connection) -> None:
+        with self._lock:
+            if conn in self._all:
+                self._all.remove(conn)
+        conn.close()
+
+    def execute(self, sql: str, params: Mapping[str, Any], signal: Any,
+                timeout_ms: int | None) -> tuple[list[dict[str, Any]], int]:
+        with self._slots:
+            try:
+                conn = self._idle.get_nowait()
+            except queue.Empty:
+                conn = self._connect()
+            try:
+                return self._run(conn, sql, params, signal, timeout_ms)
+            finally:
+                self._idle.put(conn)
+
+    def _run(self, conn: sqlite3.Connection, sql: str, params: Mapping[str, Any], signal: Any,
+             timeout_ms: int | None) -> tuple[list[dict[str, Any]], int]:
+        deadline = None if timeout_ms is None else monotonic() + timeout_ms / 1000
+        late = [False]
+
+        def progress() -> int:
+            if deadline is not None and monotonic() > deadline:
+                late[0] = True
+                return 1
+            return 1 if signal is not None and signal.aborted else 0
+
+        conn.set_progress_handler(progress, _STEPS)
+        done = cancel_on(signal, conn.interrupt)
+        try:
+            conn.execute("BEGIN")
+            try:
+                cursor = conn.execute(sql, {k: _bound(v) for k, v in params.items()})
+                columns = [d[0] for d in cursor.description or ()]
+                rows = [dict(zip(columns, r)) for r in cursor.fetchall()] if columns else []
+                affected = cursor.rowcount
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.OperationalError as exc:
+            if "interrupted" in str(exc):
+                if late[0]:
+                    raise StatementTimedOut() from None
+                raise StatementCancelled() from None
+            raise
+        finally:
+            done()
+            conn.set_progress_handler(None, _STEPS)
+        return rows, affected
+
+    def close(self) -> None:
+        with self._lock:
+            conns, self._all = self._all, []
+        for conn in conns:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
+
+
+def _bound(value: Any) -> Any:
+    """A Luma value as a SQLite parameter: an object or a list as its JSON text."""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False)
+    return value
+
+
+__all__ = ["SqliteBridge"]
