@@ -42,6 +42,7 @@ class _Config:
     entries: list[tuple[str, str, Span, Any]]  # (written, key, span, manifest) per tool module
     policy: Any  # its tool_module_policy
     contexts: dict[str, dict[str, Any]]  # its tool_contexts: context → field → ContextField
+    datasources: tuple[tuple[str, Span], ...] = ()  # its datasources entries, where written
 
 
 @dataclass(slots=True)
@@ -77,6 +78,7 @@ class HostCheck:
             if config is None:
                 return out  # the config is broken (reported): which handlers exist is unknown
             out += _context_problems(program, config)
+            out += _datasource_problems(program, config)
             configured = [_ConfigEntry(written, project / written, key, span, manifest,
                                        config.policy)
                           for written, key, span, manifest in config.entries]
@@ -107,7 +109,7 @@ class HostCheck:
             # A module that failed would make every one of its tools look unregistered.
             return out
         for tool in program.tools:
-            if tool.name not in registry:
+            if tool.kind == "tool" and tool.name not in registry:
                 out.append(Diagnostic(
                     "error", "E040", f"'{tool.name}' is not registered in the tool registry.",
                     tool.name_span,
@@ -180,7 +182,8 @@ class HostCheck:
             config,
             [(e.written, e.key, self._entry_span(source, e.written),
               manifests[i] if i < len(manifests) else None) for i, e in enumerate(entries)],
-            parsed.tool_module_policy, dict(parsed.tool_contexts))
+            parsed.tool_module_policy, dict(parsed.tool_contexts),
+            tuple((name, self._entry_span(source, name)) for name in parsed.datasources))
         self._configs[key] = result
         return result
 
@@ -245,6 +248,17 @@ _PARSES_FOR = {
     "bool": ("boolean", "json"),
 }
 _PARSE_HINT = {"string": "string", "int": "integer", "float": "number", "bool": "boolean"}
+
+
+def _datasource_problems(program: ast.Program, config: _Config) -> list[Diagnostic]:
+    """E056 for each ``datasources`` entry of the config that names no datasource of the
+    program (DATA.md §5)."""
+    from luma.syntax.diagnostics import did_you_mean
+
+    declared = [d.name for d in program.datasources]
+    return [Diagnostic("error", "E056", f"datasources.{name} in {config.path.name} names no "
+                       "datasource of the program.", span, did_you_mean(name, declared))
+            for name, span in config.datasources if name not in declared]
 
 
 def _context_problems(program: ast.Program, config: _Config) -> list[Diagnostic]:

@@ -233,7 +233,7 @@ def _handler(tool: ast.ToolDecl, datasource: str, exported: Any, builtin: Builti
             except Exception:
                 report(started, None, None, TOOL_FAILED)
                 raise
-            report(started, len(rows), affected, "ok")
+            report(started, len(rows), affected if tool.kind == "command" else None, "ok")
             return shaper.shape(rows, affected, from_builtin=True)
 
         async def builtin_handler(input: Any, signal: Any) -> Any:

@@ -16,7 +16,7 @@ import queue
 import sqlite3
 import threading
 from collections.abc import Callable, Mapping
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from time import monotonic
 from typing import Any
@@ -29,8 +29,24 @@ from luma.data.bridges import (
 )
 
 _memory_ids = itertools.count(1)
-_CONVERTERS: dict[str, Callable[[bytes], Any]] = {"JSON": json.loads, "JSONB": json.loads,
-               "NUMERIC": lambda b: Decimal(b.decode()), "DECIMAL": lambda b: Decimal(b.decode())}
+
+
+def _decimal(raw: bytes) -> Any:
+    try:
+        return Decimal(raw.decode())
+    except (InvalidOperation, UnicodeDecodeError):
+        return raw.decode(errors="replace")  # text in a NUMERIC column stays text
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode(errors="replace")  # not JSON: the text, for validation to judge
+
+
+_CONVERTERS: dict[str, Callable[[bytes], Any]] = {"JSON": _json, "JSONB": _json,
+                                                  "NUMERIC": _decimal, "DECIMAL": _decimal}
 # Progress handler granularity: SQLite calls it every this many virtual machine steps.
 _STEPS = 1000
 
