@@ -56,6 +56,7 @@ class PostgresBridge:
         self._idle: queue.LifoQueue[Any] = queue.LifoQueue()
         self._slots = threading.BoundedSemaphore(size)
         self._all: list[Any] = []
+        self._busy: set[Any] = set()  # running a statement: cancelled first when closing
         self._lock = threading.Lock()
         self._psycopg = _psycopg()
 
@@ -112,6 +113,8 @@ class PostgresBridge:
                 conn = self._connect()
             keep = True
             done = cancel_on(signal, conn.cancel_safe)
+            with self._lock:
+                self._busy.add(conn)
             try:
                 text, values = placeholders(sql, "pyformat", {k: self._bound(v)
                                                               for k, v in params.items()})
@@ -134,6 +137,8 @@ class PostgresBridge:
                 raise
             finally:
                 done()
+                with self._lock:
+                    self._busy.discard(conn)
                 if keep and not conn.broken:
                     self._idle.put(conn)
                 else:
@@ -150,8 +155,16 @@ class PostgresBridge:
         return value
 
     def close(self) -> None:
+        """Cancel the statements still running (a call the run gave up on), then close every
+        connection: nothing is left running on the server."""
         with self._lock:
             conns, self._all = self._all, []
+            busy, self._busy = list(self._busy), set()
+        for conn in busy:
+            try:
+                conn.cancel_safe(timeout=2)
+            except Exception:  # the server is gone: nothing runs there either
+                pass
         for conn in conns:
             try:
                 conn.close()

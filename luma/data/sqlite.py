@@ -67,6 +67,7 @@ class SqliteBridge:
         self._idle: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
         self._slots = threading.BoundedSemaphore(size)
         self._all: list[sqlite3.Connection] = []
+        self._busy: set[sqlite3.Connection] = set()
         self._lock = threading.Lock()
         self._keeper: sqlite3.Connection | None = None  # keeps a shared memory database alive
 
@@ -128,9 +129,13 @@ class SqliteBridge:
                 conn = self._idle.get_nowait()
             except queue.Empty:
                 conn = self._connect()
+            with self._lock:
+                self._busy.add(conn)
             try:
                 return self._run(conn, sql, params, signal, timeout_ms)
             finally:
+                with self._lock:
+                    self._busy.discard(conn)
                 self._idle.put(conn)
 
     def _run(self, conn: sqlite3.Connection, sql: str, params: Mapping[str, Any], signal: Any,
@@ -170,8 +175,12 @@ class SqliteBridge:
         return rows, affected
 
     def close(self) -> None:
+        """Interrupt the statements still running, then close every connection."""
         with self._lock:
             conns, self._all = self._all, []
+            busy, self._busy = list(self._busy), set()
+        for conn in busy:
+            conn.interrupt()
         for conn in conns:
             try:
                 conn.close()
