@@ -62,7 +62,7 @@ class Interpreter:
         schema = self._schemas.get(id(node))
         if schema is None:
             compiler = self.runtime.schemas
-            schema = (compiler.fields_schema(node.params) if isinstance(node, ast.FnDecl)
+            schema = (compiler.standalone_fields(node.params) if isinstance(node, ast.FnDecl)
                       else compiler.standalone(node))
             self._schemas[id(node)] = schema
         return schema
