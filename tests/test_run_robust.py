@@ -40,3 +40,192 @@ def test_a_fn_parameter_of_a_schema_type_is_validated_against_that_schema(tmp_pa
     assert r.stderr.splitlines()[0] == \
         "error[ARGUMENT_INVALID]: Shop.run.input.order.items[0].sku: expected string, got int"
     _clean(r.stderr)
+
+
+# ------------------------------------------------------------------ the JSON boundary of output
+
+_ANY_TOOL = """\
+    schema Out { v: any }
+    tool produce() -> Out {
+      description: "Return what the handler makes."
+    }
+    r = tool produce({})
+    "got {r.v}"
+    """
+
+_NOT_JSON = {
+    "a set": ("{1, 2}", "produce.output.v: a Python set is not a JSON value"),
+    "bytes": ("b'x'", "produce.output.v: a Python bytes is not a JSON value"),
+    "nan": ("float('nan')", "produce.output.v: nan is not a JSON number"),
+    "infinity": ("[1, float('-inf')]", "produce.output.v[1]: -inf is not a JSON number"),
+    "a datetime": ("datetime.datetime(2026, 1, 1)",
+                   "produce.output.v: a Python datetime.datetime is not a JSON value"),
+    "a decimal": ("decimal.Decimal('1.5')",
+                  "produce.output.v: a Python decimal.Decimal is not a JSON value"),
+    "a uuid": ("uuid.UUID(int=1)", "produce.output.v: a Python uuid.UUID is not a JSON value"),
+    "an object": ("Thing()", "produce.output.v: a Python tools.Thing is not a JSON value"),
+    "a circular dict": ("circular()",
+                        "produce.output.v.again.self: the value contains itself (a circular "
+                        "reference)"),
+    "a lone surrogate": ("{'text': '\\ud800'}",
+                         "produce.output.v.text: the string is not valid Unicode (it holds a "
+                         "lone surrogate)"),
+    "a key that is not a string": ("{1: 'one'}",
+                                   "produce.output.v: the key 1 is a Python int, not a string"),
+    "too deep": ("deep(500)", "produce.output.v[0][0][0][0][0]...(191 more)...[0][0][0]: "
+                              "the value nests deeper than 200 levels"),
+}
+
+_NOT_JSON_TOOLS = """\
+    import datetime, decimal, uuid
+
+    SHARED = [1]
+
+    class Thing:
+        pass
+
+    def circular():
+        d = {}
+        d["self"] = d
+        return {"again": d}
+
+    def deep(n):
+        v = []
+        for _ in range(n):
+            v = [v]
+        return v
+
+    def produce(input):
+        return {"v": VALUE}
+    """
+
+
+def test_a_handler_result_that_is_not_json_is_tool_output_invalid_naming_path_and_type(
+        tmp_path: Path) -> None:
+    for what, (value, message) in _NOT_JSON.items():
+        prog, tools = _write(tmp_path, _ANY_TOOL, _NOT_JSON_TOOLS.replace("VALUE", value))
+        r = luma(prog, "--tool-module", tools)
+        assert r.code == 1, (what, r.stdout, r.stderr)
+        assert r.stderr.splitlines()[0] == f"error[TOOL_OUTPUT_INVALID]: {message}", what
+        _clean(r.stderr)
+
+
+def test_json_values_of_every_kind_still_pass_an_any_field(tmp_path: Path) -> None:
+    prog, tools = _write(tmp_path, _ANY_TOOL, _NOT_JSON_TOOLS.replace(
+        "VALUE", "{'a': [1, 2.5, None, True, 'é'], 'b': {}, 'shared': [SHARED, SHARED]}"
+    ))
+    r = luma(prog, "--tool-module", tools)
+    assert r.code == 0, r.stderr
+    assert json.loads(r.stdout) == 'got {"a":[1,2.5,null,true,"é"],"b":{},"shared":[[1],[1]]}'
+
+
+def test_a_typed_error_that_is_not_json_or_has_no_string_code_is_tool_error_invalid(
+        tmp_path: Path) -> None:
+    program = """\
+        schema Out { v: int }
+        tool produce() -> Out {
+          description: "Fail."
+        }
+        try {
+          tool produce({})
+        } catch e {
+          e
+        }
+        """
+    cases = {
+        "LumaToolError(code=123, message=None)":
+            "produce.error.code: expected a non-empty string, got int",
+        "LumaToolError(code='BAD', message=b'x')":
+            "produce.error.message: expected string, got bytes",
+        "LumaToolError(code='BAD', details={'at': {1, 2}})":
+            "produce.error.details.at: a Python set is not a JSON value",
+        "LumaToolError(code='BAD', status=float('nan'))":
+            "produce.error.status: nan is not a JSON number",
+    }
+    for raised, message in cases.items():
+        prog, tools = _write(tmp_path, program, f"""\
+            from luma import LumaToolError
+
+            def produce(input):
+                raise {raised}
+            """)
+        r = luma(prog, "--tool-module", tools)
+        assert r.code == 0, (raised, r.stderr)
+        assert json.loads(r.stdout) == {"code": "TOOL_ERROR_INVALID", "retryable": False,
+                                        "tool": "produce",
+                                        "message": f"[TOOL_ERROR_INVALID] {message}"}, raised
+        _clean(r.stderr)
+
+
+def test_nan_and_infinity_in_the_arguments_are_bad_json(tmp_path: Path) -> None:
+    prog, _ = _write(tmp_path, """\
+        agent A {
+          fn run(x: any) -> any {
+            x
+          }
+        }
+        """)
+    r = luma(prog, "--input", '{"x": NaN}')
+    assert (r.code, r.stderr) == (2, "error: --input is not valid JSON: NaN is not a JSON "
+                                     "number\n")
+    r = luma(prog, "--input", '{"x": 1e999}')
+    assert (r.code, r.stderr) == (2, "error: --input is not valid JSON: 1e999 is not a finite "
+                                     "number\n")
+    r = luma(prog, "--arg", "x=-Infinity")
+    assert (r.code, r.stderr) == (2, "error: --arg x: -Infinity is not a JSON number\n")
+    r = luma(prog, "--arg", "x=[1e999]")
+    assert (r.code, r.stderr) == (2, "error: --arg x: 1e999 is not a finite number\n")
+    r = luma(prog, "--arg", "x=NaNa")  # not JSON at all: the text itself
+    assert (r.code, json.loads(r.stdout)) == (0, "NaNa")
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"x": ' + "[" * 100000 + "]" * 100000 + "}")
+    r = luma(prog, "--input", f"@{deep}")
+    assert r.code == 2
+    assert r.stderr == "error: --input is not valid JSON: the value nests deeper than 200 levels\n"
+    r = luma(prog, "--arg", "x=" + "[" * 300 + "]" * 300)
+    assert r.stderr == "error: --arg x: the value nests deeper than 200 levels\n"
+
+
+# --------------------------------------------------------------- what a handler raises or does
+
+_RAISES = """\
+    schema Out { v: int }
+    tool fail() -> Out {
+      description: "Fail."
+    }
+    try {
+      tool fail({})
+    } catch e {
+      e
+    }
+    """
+
+
+def test_any_base_exception_from_a_handler_is_tool_failed(tmp_path: Path) -> None:
+    cases = {
+        "def fail(input):\n    raise asyncio.CancelledError()":
+            ("Tool 'fail' failed: CancelledError", "CancelledError"),
+        "async def fail(input):\n    raise asyncio.CancelledError()":
+            ("Tool 'fail' failed: CancelledError", "CancelledError"),
+        "def fail(input):\n    raise GeneratorExit('closed')":
+            ("Tool 'fail' failed: GeneratorExit: closed", "GeneratorExit"),
+        "def fail(input):\n    raise KeyboardInterrupt()":
+            ("Tool 'fail' failed: the handler raised KeyboardInterrupt", "KeyboardInterrupt"),
+        "async def fail(input):\n    raise KeyboardInterrupt()":
+            ("Tool 'fail' failed: the handler raised KeyboardInterrupt", "KeyboardInterrupt"),
+        "class Odd(BaseException):\n    pass\n\ndef fail(input):\n    raise Odd('strange')":
+            ("Tool 'fail' failed: Odd: strange", "Odd"),
+        "class Mute(Exception):\n    def __str__(self):\n        raise RuntimeError('no')\n\n"
+        "def fail(input):\n    raise Mute()":
+            ("Tool 'fail' failed: Mute (its message could not be read)", "Mute"),
+    }
+    for timeout in ("", ",\n  timeout: 5000"):
+        program = _RAISES.replace('description: "Fail."', f'description: "Fail."{timeout}')
+        for handler, (message, exception) in cases.items():
+            prog, tools = _write(tmp_path, program, f"import asyncio\n\n{handler}\n")
+            r = luma(prog, "--tool-module", tools)
+            assert r.code == 0, (handler, timeout, r.stderr)
+            assert json.loads(r.stdout) == {"code": "TOOL_FAILED", "message": message,
+                                            "retryable": False, "tool": "fail",
+                                            "details": {"exception": exception}}, handler
+            assert r.stderr == "", (handler, timeout)

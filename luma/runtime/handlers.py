@@ -76,7 +76,7 @@ class HandlerInvoker:
 
     async def _async_with_timeout(self, value: Any, signal: Signal | None, needs: Any,
                                   timeout_s: float) -> Any:
-        task = asyncio.ensure_future(self.call(value, signal, needs))
+        task = _handler_task(self.call(value, signal, needs), self.name)
         try:
             done, _ = await asyncio.wait((task,), timeout=timeout_s)
         except asyncio.CancelledError:
@@ -89,7 +89,7 @@ class HandlerInvoker:
             # The handler may swallow the cancellation and go on; it is not waited for.
             task.add_done_callback(_discard)
             raise HandlerTimeout()
-        return task.result()
+        return _unwrap(task)
 
     async def _thread_with_timeout(self, value: Any, signal: Signal | None, needs: Any,
                                    timeout_s: float | None) -> Any:
@@ -108,7 +108,7 @@ class HandlerInvoker:
             except RuntimeError:
                 pass  # the loop has closed: the late outcome is discarded
 
-        threading.Thread(target=work, name=f"luma-tool-{self.name}", daemon=True).start()
+        threading.Thread(target=work, name=HANDLER_TASK_PREFIX + self.name, daemon=True).start()
         deadline = None if timeout_s is None else loop.time() + timeout_s
         try:
             done, _ = await asyncio.wait((landed,), timeout=timeout_s)
@@ -130,14 +130,49 @@ class HandlerInvoker:
 
     async def _async_result(self, awaitable: Any, signal: Signal | None,
                             timeout_s: float | None) -> Any:
-        task = asyncio.ensure_future(awaitable)
-        done, _ = await asyncio.wait((task,), timeout=timeout_s)
+        task = _handler_task(awaitable, self.name)
+        try:
+            done, _ = await asyncio.wait((task,), timeout=timeout_s)
+        except asyncio.CancelledError:
+            _abort(signal, "cancelled")
+            task.cancel()
+            task.add_done_callback(_discard)
+            raise
         if not done:
             _abort(signal, "timeout")
             task.cancel()
             task.add_done_callback(_discard)
             raise HandlerTimeout()
+        return _unwrap(task)
+
+
+class HandlerRaised(Exception):
+    """Carries a ``KeyboardInterrupt`` or ``SystemExit`` raised by a handler running as its own
+    task: asyncio would let those escape the event loop and end the whole run."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(type(exc).__name__)
+        self.exc = exc
+
+
+HANDLER_TASK_PREFIX = "luma-tool-"
+
+
+def _handler_task(awaitable: Any, name: str) -> asyncio.Task[Any]:
+    async def contained() -> Any:
+        try:
+            return await awaitable
+        except (KeyboardInterrupt, SystemExit) as exc:
+            raise HandlerRaised(exc) from None
+
+    return asyncio.get_running_loop().create_task(contained(), name=HANDLER_TASK_PREFIX + name)
+
+
+def _unwrap(task: asyncio.Task[Any]) -> Any:
+    try:
         return task.result()
+    except HandlerRaised as carried:
+        raise carried.exc from None
 
 
 def _abort(signal: Signal | None, reason: str) -> None:

@@ -16,6 +16,7 @@ from typing import IO, Any
 
 from luma.compile import CheckedFile
 from luma.runtime.errors import LumaError
+from luma.runtime.values import parse_json
 
 EXIT_OK, EXIT_FAILED, EXIT_START = 0, 1, 2
 
@@ -176,18 +177,22 @@ def _arguments(options: RunOptions) -> dict[str, Any]:
             except OSError as exc:
                 raise StartError([f"--input: cannot read {text[1:]}: {exc.strerror or exc}"]) from None
         try:
-            value = json.loads(text)
+            value = parse_json(text)
         except json.JSONDecodeError as exc:
             raise StartError([f"--input is not valid JSON: {exc.msg} at line {exc.lineno} "
                               f"column {exc.colno}"]) from None
+        except ValueError as exc:
+            raise StartError([f"--input is not valid JSON: {exc}"]) from None
         if not isinstance(value, dict):
             raise StartError(["--input must be a JSON object of argument names to values"])
         args.update(value)
     for key, raw in options.args:
         try:
-            args[key] = json.loads(raw)
+            args[key] = parse_json(raw)
         except json.JSONDecodeError:
             args[key] = raw
+        except ValueError as exc:
+            raise StartError([f"--arg {key}: {exc}"]) from None
     return args
 
 
