@@ -229,3 +229,124 @@ def test_any_base_exception_from_a_handler_is_tool_failed(tmp_path: Path) -> Non
                                             "retryable": False, "tool": "fail",
                                             "details": {"exception": exception}}, handler
             assert r.stderr == "", (handler, timeout)
+
+
+# ---------------------------------------------------------------------------- numeric limits
+
+def test_huge_retry_counts_cost_nothing_until_used(tmp_path: Path) -> None:
+    for retries in ("1100", "100000000", "9007199254740993"):
+        prog, tools = _write(tmp_path, f"""\
+            schema Out {{ attempts: int }}
+            tool flaky() -> Out {{
+              description: "Fails twice, then works.",
+              retries: {retries},
+              retry_backoff: "exponential",
+              retry_delay: 1
+            }}
+            tool flaky({{}})
+            """, """\
+            from luma import LumaToolError
+
+            calls = []
+
+            def flaky(input):
+                calls.append(1)
+                if len(calls) < 3:
+                    raise LumaToolError(code="BUSY", message="busy", retryable=True)
+                return {"attempts": len(calls)}
+            """)
+        r = luma(prog, "--tool-module", tools, timeout=20)
+        assert (r.code, r.stderr) == (0, ""), retries
+        assert json.loads(r.stdout) == {"attempts": 3}
+
+
+def test_the_exponential_backoff_stops_growing_at_an_hour() -> None:
+    from luma.runtime.pipeline import MAX_RETRY_DELAY_S, retry_delay
+    from luma.runtime.settings import ToolSettings
+
+    settings = ToolSettings("t", retry_delay_ms=100, retry_backoff="exponential")
+    assert [retry_delay(settings, n) for n in (1, 2, 3, 4)] == [0.1, 0.2, 0.4, 0.8]
+    assert retry_delay(settings, 1100) == MAX_RETRY_DELAY_S == 3600.0
+    assert retry_delay(settings, 9007199254740993) == 3600.0
+
+
+def _run_top(tmp_path: Path, program: str) -> tuple[int, str, str]:
+    prog, _ = _write(tmp_path, program)
+    r = luma(prog)
+    _clean(r.stderr)
+    return r.code, r.stdout, r.stderr.splitlines()[0] if r.stderr else ""
+
+
+def test_arithmetic_that_leaves_the_range_of_numbers_is_arithmetic_overflow(
+        tmp_path: Path) -> None:
+    assert _run_top(tmp_path, "x = 1e308 * 10\nx\n") == (
+        1, "", "error[ARITHMETIC_OVERFLOW]: 1e+308 * 10 overflows: a number must stay within "
+               "±1.8e308")
+    assert _run_top(tmp_path, "0 - 1.7e308 - 1.7e308\n")[2] == (
+        "error[ARITHMETIC_OVERFLOW]: -1.7e+308 - 1.7e+308 overflows: a number must stay within "
+        "±1.8e308")
+    assert _run_top(tmp_path, "1e308 / 0.5\n")[2].startswith("error[ARITHMETIC_OVERFLOW]: ")
+    # an int that keeps doubling stops at the same bound instead of eating memory
+    code, _, line = _run_top(tmp_path, "n = 1\nfor i in range(2000) {\n  n = n * 2\n}\nn\n")
+    assert (code, line.split(" overflows")[0][:28]) == (1, "error[ARITHMETIC_OVERFLOW]: ")
+    assert line.endswith("* 2 overflows: a number must stay within ±1.8e308")
+    assert _run_top(tmp_path, 'int("1' + "0" * 400 + '")\n')[2] == (
+        'error[ARITHMETIC_OVERFLOW]: int() cannot convert "1' + "0" * 75 + '...: a number '
+        'must stay within ±1.8e308')
+    # exact int division stays exact; big ints within the bound are fine
+    assert _run_top(tmp_path, "(9007199254740993 * 3) / 3\n") == (0, "9007199254740993\n", "")
+
+
+def test_lists_and_strings_the_program_builds_have_a_documented_limit(tmp_path: Path) -> None:
+    assert _run_top(tmp_path, "range(100000000000000000000)\n")[2] == (
+        "error[LIMIT]: range() would make a list of 100000000000000000000 items; a list the "
+        "program builds holds at most 1,000,000")
+    assert _run_top(tmp_path, "range(5, 100000000005)\n")[2] == (
+        "error[LIMIT]: range() would make a list of 100000000000 items; a list the program "
+        "builds holds at most 1,000,000")
+    assert _run_top(tmp_path, "len(range(-10000000000, -9999999998))\n") == (0, "2\n", "")
+    doubling = "x = [1]\nfor i in range(40) {\n  x = x + x\n}\nlen(x)\n"
+    assert _run_top(tmp_path, doubling)[2] == (
+        "error[LIMIT]: '+' would make a list of 1048576 items; a list the program builds holds "
+        "at most 1,000,000")
+    text = 's = "ab"\nfor i in range(40) {\n  s = "{s}{s}"\n}\nlen(s)\n'
+    assert _run_top(tmp_path, text)[2] == (
+        "error[LIMIT]: the string would be 16777216 characters long; a string the program "
+        "builds holds at most 10,000,000")
+    text = 's = "ab"\nfor i in range(40) {\n  s = s + s\n}\nlen(s)\n'
+    assert _run_top(tmp_path, text)[2].startswith("error[LIMIT]: the string would be 16777216 ")
+
+
+def test_unbounded_recursion_is_call_depth_not_a_python_recursion_error(tmp_path: Path) -> None:
+    prog, _ = _write(tmp_path, """\
+        agent A {
+          fn f(n: int) -> int {
+            return 1 + (((f(n + 1) * 2) - 1) + 0) * 1
+          }
+          fn run() -> int {
+            f(0)
+          }
+        }
+        """)
+    r = luma(prog)
+    assert r.code == 1
+    assert r.stderr.splitlines()[:2] == [
+        "error[CALL_DEPTH]: A.f: calls nested deeper than 200 levels (unbounded recursion?)",
+        f"  --> {prog}:3:5"]
+    _clean(r.stderr)
+    # 200 levels, the most there may be, run to the end
+    prog, _ = _write(tmp_path, """\
+        agent A {
+          fn f(n: int) -> int {
+            if n >= 199 {
+              return n
+            }
+            return 1 + (((f(n + 1) * 1) - 1) + 0) * 1
+          }
+          fn run() -> int {
+            f(0)
+          }
+        }
+        """)
+    r = luma(prog)
+    assert (r.code, r.stdout, r.stderr) == (0, "199\n", "")
