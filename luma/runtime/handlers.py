@@ -99,10 +99,16 @@ class HandlerInvoker:
         call = self.call
 
         def work() -> None:
+            me = threading.get_ident()
+            with _threads_lock:
+                _running_threads[me] = self.name
             try:
                 outcome: tuple[bool, Any] = (True, context.run(call, value, signal, needs))
             except BaseException as exc:  # handed to the loop; nothing is raised in the thread
                 outcome = (False, exc)
+            finally:
+                with _threads_lock:
+                    _running_threads.pop(me, None)
             try:
                 loop.call_soon_threadsafe(_settle, landed, outcome)
             except RuntimeError:
@@ -144,6 +150,17 @@ class HandlerInvoker:
             task.add_done_callback(_discard)
             raise HandlerTimeout()
         return _unwrap(task)
+
+
+# the sync handlers running in worker threads right now: thread id -> tool name
+_running_threads: dict[int, str] = {}
+_threads_lock = threading.Lock()
+
+
+def running_handler_threads() -> list[str]:
+    """The tools whose sync handlers are still running in a worker thread (at exit: abandoned)."""
+    with _threads_lock:
+        return list(_running_threads.values())
 
 
 class HandlerRaised(Exception):

@@ -7,7 +7,6 @@ any statement runs (exit 2). Then the chosen code runs; its result is printed to
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from dataclasses import dataclass, field
@@ -16,7 +15,7 @@ from typing import IO, Any
 
 from luma.compile import CheckedFile
 from luma.runtime.errors import LumaError
-from luma.runtime.values import parse_json
+from luma.runtime.values import json_problem, parse_json
 
 EXIT_OK, EXIT_FAILED, EXIT_START = 0, 1, 2
 
@@ -45,32 +44,79 @@ class StartError(Exception):
 
 
 def run_checked(checked: CheckedFile, options: RunOptions, *, stdout: IO[str] | None = None,
-                stderr: IO[str] | None = None) -> int:
-    """Run a program that compiled; returns the exit code."""
+                stderr: IO[str] | None = None, whole_process: bool = False) -> int:
+    """Run a program that compiled; returns the exit code.
+
+    While it runs, ``sys.stdout`` writes to stderr (a handler's ``print`` cannot mix into the
+    result). Work still running when the program ends is cancelled and, if it does not stop
+    within a second, abandoned and named on stderr; with ``whole_process`` (the ``luma``
+    command) the process then ends at once rather than wait for it at interpreter exit.
+    """
+    from luma.runtime.loop import RunLoop, handler_stdout_to, report_abandoned
+
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
     assert checked.program is not None
+    with handler_stdout_to(err):
+        try:
+            runtime, target = prepare(checked, options, err)
+        except StartError as exc:
+            for line in exc.lines:
+                err.write(f"error: {line}\n")
+            return EXIT_START
+        session = RunLoop(runtime, err)
+        try:
+            code = _run_and_print(session, runtime, target, checked, out, err)
+        finally:
+            try:
+                abandoned = session.close()
+            finally:
+                runtime.telemetry.close()
+        report_abandoned(abandoned, err)
+    if abandoned and whole_process:
+        _exit_now(code, out, err)
+    return code
+
+
+def _run_and_print(session: Any, runtime: Any, target: Target, checked: CheckedFile,
+                   out: IO[str], err: IO[str]) -> int:
+    from luma.runtime.loop import EXIT_INTERRUPTED, Interrupted
+
     try:
-        runtime, target = prepare(checked, options, err)
-    except StartError as exc:
-        for line in exc.lines:
-            err.write(f"error: {line}\n")
-        return EXIT_START
-    try:
-        result = asyncio.run(_execute(runtime, target))
+        result = session.run(_execute(runtime, target))
     except LumaError as exc:
         err.write(describe_error(exc, checked))
         return EXIT_FAILED
-    finally:
-        runtime.telemetry.close()
-    try:
-        text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        err.write(f"error[RESULT_INVALID]: the program's result is not a JSON value: {exc}\n")
+    except Interrupted:
+        err.write("luma: interrupted\n")
+        return EXIT_INTERRUPTED
+    problem = json_problem(result)
+    if problem is not None:
+        where = f" at {problem[0]}" if problem[0] else ""
+        err.write(f"error[RESULT_INVALID]: the program's result is not a JSON value{where}: "
+                  f"{problem[1]}\n")
         return EXIT_FAILED
-    out.write(text + "\n")
-    out.flush()
+    text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False)
+    try:
+        out.write(text + "\n")
+        out.flush()
+    except (OSError, ValueError) as exc:  # a handler closed it; a reader that went away
+        err.write(f"error: cannot write the result to stdout: {exc}\n")
+        return EXIT_FAILED
     return EXIT_OK
+
+
+def _exit_now(code: int, out: IO[str], err: IO[str]) -> None:
+    """End the process without waiting for abandoned threads (interpreter exit joins some)."""
+    import os
+
+    for stream in (out, err, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 @dataclass(slots=True)
