@@ -605,3 +605,22 @@ def test_ctrl_c_during_an_async_handler_ends_the_run_quietly(tmp_path: Path) -> 
         out, err = child.communicate(timeout=20)
         started.unlink()
         assert (child.returncode, out, err.decode()) == (130, b"", "luma: interrupted\n")
+
+
+def test_a_signal_listener_that_raises_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    prog, tools = _one_tool(tmp_path, """\
+        import time
+
+        def work(input, signal):
+            def stop():
+                raise KeyboardInterrupt()
+            signal.add_listener(stop)
+            signal.add_listener(lambda: 1 / 0)
+            time.sleep(0.5)
+            return {"v": 1}
+        """, "100")
+    r = luma(prog, "--tool-module", tools, timeout=20)
+    assert (r.code, r.stdout) == (0, '"TOOL_TIMEOUT"\n')
+    assert r.stderr == ("A Signal listener raised an exception: KeyboardInterrupt\n"
+                        "A Signal listener raised an exception: ZeroDivisionError: division by "
+                        "zero\n")

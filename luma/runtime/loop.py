@@ -81,6 +81,7 @@ class RunLoop:
         if self._watchdog is not None:
             self._watchdog.stop()
         abandoned: list[str] = []
+        deadline = time.monotonic() + SHUTDOWN_GRACE_S
         if loop.is_closed():
             return abandoned
         try:
@@ -101,6 +102,8 @@ class RunLoop:
         finally:
             asyncio.set_event_loop(None)
             loop.close()
+        while running_handler_threads() and time.monotonic() < deadline:
+            time.sleep(0.02)  # a thread that is about to finish is not worth a word
         abandoned += [f"tool '{name}' (a sync handler still running in its thread)"
                       for name in running_handler_threads()]
         return abandoned

@@ -80,10 +80,16 @@ class Signal:
 
 
 def _call(callback: Callable[[], object]) -> None:
-    # A failing listener must not keep the others from running or the runtime from aborting.
+    # A failing listener must not keep the others from running or the runtime from aborting:
+    # whatever it raises (KeyboardInterrupt and SystemExit too) is reported in one line.
     try:
         callback()
-    except Exception:
+    except BaseException as exc:
         import logging  # only on this rare path: logging costs start-up time on `luma check`
 
-        logging.getLogger("luma").exception("A Signal listener raised an exception.")
+        try:
+            text = str(exc)
+        except Exception:
+            text = ""
+        logging.getLogger("luma").error("A Signal listener raised an exception: %s%s",
+                                        type(exc).__name__, f": {text}" if text else "")
