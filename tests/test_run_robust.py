@@ -147,6 +147,8 @@ def test_a_typed_error_that_is_not_json_or_has_no_string_code_is_tool_error_inva
             "produce.error.details.at: a Python set is not a JSON value",
         "LumaToolError(code='BAD', status=float('nan'))":
             "produce.error.status: nan is not a JSON number",
+        "LumaToolError(code='BAD', message='\\ud800')":
+            "produce.error.message: the string is not valid Unicode (it holds a lone surrogate)",
     }
     for raised, message in cases.items():
         prog, tools = _write(tmp_path, program, f"""\
@@ -224,6 +226,8 @@ def test_any_base_exception_from_a_handler_is_tool_failed(tmp_path: Path) -> Non
         "class Mute(Exception):\n    def __str__(self):\n        raise RuntimeError('no')\n\n"
         "def fail(input):\n    raise Mute()":
             ("Tool 'fail' failed: Mute (its message could not be read)", "Mute"),
+        "def fail(input):\n    raise ValueError('bad \\ud800 text')":
+            ("Tool 'fail' failed: bad \\ud800 text", "ValueError"),
     }
     for timeout in ("", ",\n  timeout: 5000"):
         program = _RAISES.replace('description: "Fail."', f'description: "Fail."{timeout}')

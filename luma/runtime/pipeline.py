@@ -293,7 +293,8 @@ class ToolPipeline:
         elif not isinstance(message, str):
             reason = f"{where}.message: expected string, got {python_type_name(message)}"
         else:
-            for field, value in (("details", details), *extra.items()):
+            for field, value in (("code", code), ("message", message), ("details", details),
+                                 *extra.items()):
                 problem = json_problem(value)
                 if problem is not None:
                     reason = f"{join_path(f'{where}.{field}', problem[0])}: {problem[1]}"
@@ -620,9 +621,14 @@ def _cancel_requested() -> bool:
 
 def _exception_text(exc: BaseException) -> str:
     try:
-        return str(exc)
+        text = str(exc)
     except Exception:  # a __str__ that raises
         return f"{type(exc).__name__} (its message could not be read)"
+    if not isinstance(text, str):  # a str subclass's __str__ may return anything
+        return type(exc).__name__
+    if not text.isascii():  # a lone surrogate would break every writer of the message
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def _safe_repr(value: Any) -> str:
