@@ -98,7 +98,9 @@ class RunLoop:
                 elif not task.cancelled():
                     task.exception()  # retrieved, so asyncio does not log it
             _complete(loop, _bounded(loop.shutdown_asyncgens()))
-            _complete(loop, _bounded(loop.shutdown_default_executor()))
+            if not _complete(loop, _bounded(loop.shutdown_default_executor())):
+                abandoned.append("a worker thread of the run (an approval prompt, a file "
+                                 "store wait) still running")
         finally:
             asyncio.set_event_loop(None)
             loop.close()
@@ -186,11 +188,15 @@ def _complete(loop: asyncio.AbstractEventLoop, work: Any, stopped: Any = None) -
                 stopped()
 
 
-async def _bounded(step: Coroutine[Any, Any, None]) -> None:
+async def _bounded(step: Coroutine[Any, Any, None]) -> bool:
+    """Whether ``step`` finished within SHUTDOWN_GRACE_S."""
     try:
         await asyncio.wait_for(step, SHUTDOWN_GRACE_S)
-    except (asyncio.TimeoutError, Exception):  # a stuck executor thread or generator
+    except asyncio.TimeoutError:  # a stuck executor thread or generator
+        return False
+    except Exception:
         pass
+    return True
 
 
 def _describe_task(task: asyncio.Task[Any]) -> str:
