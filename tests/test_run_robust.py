@@ -270,6 +270,33 @@ def test_huge_retry_counts_cost_nothing_until_used(tmp_path: Path) -> None:
         assert json.loads(r.stdout) == {"attempts": 3}
 
 
+def test_a_timeout_and_a_delay_too_large_for_a_float_are_no_crash(tmp_path: Path) -> None:
+    huge = "1" + "0" * 400
+    prog, tools = _write(tmp_path, f"""\
+        schema Out {{ attempts: int }}
+        tool flaky() -> Out {{
+          description: "Fails once, then works.",
+          timeout: {huge},
+          retries: 1,
+          retry_backoff: "none",
+          retry_delay: {huge}
+        }}
+        tool flaky({{}})
+        """, """\
+        from luma import LumaToolError
+
+        calls = []
+
+        def flaky(input):
+            calls.append(1)
+            if len(calls) < 2:
+                raise LumaToolError(code="BUSY", message="busy", retryable=True)
+            return {"attempts": len(calls)}
+        """)
+    r = luma(prog, "--tool-module", tools, timeout=20)
+    assert (r.code, r.stdout, r.stderr) == (0, '{\n  "attempts": 2\n}\n', "")
+
+
 def test_the_exponential_backoff_stops_growing_at_an_hour() -> None:
     from luma.runtime.pipeline import MAX_RETRY_DELAY_S, retry_delay
     from luma.runtime.settings import ToolSettings
@@ -278,6 +305,8 @@ def test_the_exponential_backoff_stops_growing_at_an_hour() -> None:
     assert [retry_delay(settings, n) for n in (1, 2, 3, 4)] == [0.1, 0.2, 0.4, 0.8]
     assert retry_delay(settings, 1100) == MAX_RETRY_DELAY_S == 3600.0
     assert retry_delay(settings, 9007199254740993) == 3600.0
+    fixed = ToolSettings("t", retry_delay_ms=10 ** 400, retry_backoff="fixed")
+    assert retry_delay(fixed, 1) == 3600.0
 
 
 def _run_top(tmp_path: Path, program: str) -> tuple[int, str, str]:

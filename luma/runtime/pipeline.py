@@ -426,7 +426,7 @@ class ToolPipeline:
                                      a.name if a is not None else None)
         plan = _CallPlan(tool, refusal.message if refusal is not None else None,
                          policy.needs_approval(tool.settings, a), timeout_ms,
-                         timeout_ms / 1000 if timeout_ms is not None else None, resolver)
+                         _seconds(timeout_ms) if timeout_ms is not None else None, resolver)
         self._plans[(name, agent.name if agent is not None else None)] = plan
         return plan
 
@@ -549,7 +549,7 @@ def retry_delay(settings: ToolSettings, attempt: int) -> float:
     """The wait in seconds before retry number ``attempt`` (1 is the first retry): ``none`` 0;
     ``fixed`` d, d, d; ``exponential`` d, 2d, 4d, ... up to :data:`MAX_RETRY_DELAY_S`. Worked out
     when it is needed, so a huge ``retries`` costs nothing until it is used."""
-    d = settings.retry_delay_ms / 1000
+    d = _seconds(settings.retry_delay_ms)
     if settings.retry_backoff == "fixed":
         return min(d, MAX_RETRY_DELAY_S)
     if settings.retry_backoff == "exponential":
@@ -560,6 +560,12 @@ def retry_delay(settings: ToolSettings, attempt: int) -> float:
             return MAX_RETRY_DELAY_S
         return min(d * 2.0 ** (attempt - 1), MAX_RETRY_DELAY_S)
     return 0.0
+
+
+def _seconds(ms: int | float) -> float:
+    """Milliseconds as seconds; a count too large for a float (``timeout: 1e400`` written out)
+    is a thousand years, which no run reaches."""
+    return min(ms, 3.2e13) / 1000
 
 
 def consistency_problem(tool: ast.ToolDecl, settings: ToolSettings) -> str | None:
