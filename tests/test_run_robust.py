@@ -657,3 +657,19 @@ def test_a_signal_listener_that_raises_is_one_line_not_a_traceback(tmp_path: Pat
     assert r.stderr == ("A Signal listener raised an exception: KeyboardInterrupt\n"
                         "A Signal listener raised an exception: ZeroDivisionError: division by "
                         "zero\n")
+
+
+def test_the_json_check_tells_a_cycle_from_a_shared_value() -> None:
+    from luma.runtime.values import json_problem
+
+    shared = [1]
+    assert json_problem({"a": shared, "b": [shared, {"c": shared}]}) is None
+    inner: list[object] = []
+    inner.append([inner])
+    assert json_problem({"k": inner}) == ("k[0][0]", "the value contains itself (a circular "
+                                                     "reference)")
+    wide: list[object] = [1]
+    for _ in range(60):  # 2**60 paths through one shared list: walked once
+        wide = [wide, wide]
+    assert json_problem(wide) is None
+    assert json_problem({"a b": {"x": 1e400}}) == ('["a b"].x', "inf is not a JSON number")

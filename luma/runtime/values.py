@@ -88,56 +88,106 @@ def json_problem(value: Any) -> tuple[str, str] | None:
     A JSON value is ``None``, a bool, an int, a finite float, a string of valid Unicode (no lone
     surrogate), a list, or a dict with string keys, nested at most :data:`MAX_JSON_DEPTH` deep
     and without a cycle. The path reads like a validation path (``items[2].qty``). The walk is
-    iterative, so a deep value cannot exhaust Python's stack.
+    iterative, so a deep value cannot exhaust Python's stack; scalars inside a container are
+    checked in place, and a path is spelled out only for the answer.
     """
-    # (value, path parts, depth); a None entry pops the innermost container off the chain
-    stack: list[tuple[Any, tuple[str, ...], int] | None] = [(value, (), 0)]
-    chain: list[int] = []  # ids of the containers being walked: seeing one again is a cycle
-    on_chain: set[int] = set()
+    reason = _scalar_problem(value)
+    if reason is not None:
+        return "", reason
+    if not isinstance(value, (dict, list)):
+        return None
+    # containers still to walk: (container, its path as a linked list (parent, key), depth)
+    stack: list[tuple[Any, Any, int]] = [(value, None, 0)]
+    # id -> (path, depth) of every container walked so far: for cycles, and so that a container
+    # shared by several fields is walked once (unless it now sits deeper)
+    walked: dict[int, tuple[Any, int]] = {}
     while stack:
-        entry = stack.pop()
-        if entry is None:
-            on_chain.discard(chain.pop())
+        container, path, depth = stack.pop()
+        if depth >= MAX_JSON_DEPTH:
+            return _path(path), f"the value nests deeper than {MAX_JSON_DEPTH} levels"
+        seen = walked.get(id(container))
+        if seen is not None and seen[1] >= depth:
             continue
-        item, path, depth = entry
-        t = type(item)
-        if t is str:
-            if not item.isascii() and _bad_unicode(item):
-                return _path(path), "the string is not valid Unicode (it holds a lone surrogate)"
-            continue
-        if t is int or t is bool or item is None:
-            continue
-        if t is float:
-            if not math.isfinite(item):
-                return _path(path), f"{item} is not a JSON number"
-            continue
-        if isinstance(item, (dict, list)):
-            if id(item) in on_chain:
-                return _path(path), "the value contains itself (a circular reference)"
-            if depth >= MAX_JSON_DEPTH:
-                return _path(path), f"the value nests deeper than {MAX_JSON_DEPTH} levels"
-            on_chain.add(id(item))
-            chain.append(id(item))
-            stack.append(None)
-            if isinstance(item, dict):
-                for key in item:
-                    if type(key) is not str:
-                        return _path(path), (f"the key {key!r} is a Python "
-                                             f"{type(key).__name__}, not a string")
-                    if not key.isascii() and _bad_unicode(key):
-                        return _path(path), "a key is not valid Unicode (it holds a lone surrogate)"
-                stack.extend((v, (*path, _key(k)), depth + 1) for k, v in item.items())
-            else:
-                stack.extend((v, (*path, f"[{i}]"), depth + 1) for i, v in enumerate(item))
-            continue
-        if isinstance(item, _SCALARS):  # a subclass: an enum member, a numpy float...
-            if isinstance(item, float) and not math.isfinite(item):
-                return _path(path), f"{float(item)} is not a JSON number"
-            if isinstance(item, str) and _bad_unicode(item):
-                return _path(path), "the string is not valid Unicode (it holds a lone surrogate)"
-            continue
-        return _path(path), f"a Python {python_type_name(item)} is not a JSON value"
+        walked[id(container)] = (path, depth)
+        if isinstance(container, dict):
+            for key, item in container.items():
+                if type(key) is not str:
+                    return _path(path), (f"the key {_short_repr(key)} is a Python "
+                                         f"{python_type_name(key)}, not a string")
+                if not key.isascii() and _bad_unicode(key):
+                    return _path(path), "a key is not valid Unicode (it holds a lone surrogate)"
+                t = type(item)
+                if t is str or t is int or t is bool or item is None:
+                    if t is str and not item.isascii() and _bad_unicode(item):
+                        return _path((path, key)), _BAD_STRING
+                    continue
+                if t is dict or t is list or isinstance(item, (dict, list)):
+                    if id(item) in walked and _on_path(walked, item, path):
+                        return _path((path, key)), _CIRCULAR
+                    stack.append((item, (path, key), depth + 1))
+                    continue
+                reason = _scalar_problem(item)
+                if reason is not None:
+                    return _path((path, key)), reason
+        else:
+            for index, item in enumerate(container):
+                t = type(item)
+                if t is str or t is int or t is bool or item is None:
+                    if t is str and not item.isascii() and _bad_unicode(item):
+                        return _path((path, index)), _BAD_STRING
+                    continue
+                if t is dict or t is list or isinstance(item, (dict, list)):
+                    if id(item) in walked and _on_path(walked, item, path):
+                        return _path((path, index)), _CIRCULAR
+                    stack.append((item, (path, index), depth + 1))
+                    continue
+                reason = _scalar_problem(item)
+                if reason is not None:
+                    return _path((path, index)), reason
     return None
+
+
+_BAD_STRING = "the string is not valid Unicode (it holds a lone surrogate)"
+_CIRCULAR = "the value contains itself (a circular reference)"
+
+
+def _scalar_problem(item: Any) -> str | None:
+    """Why a value that is not a list or dict is not a JSON value; None when it is one."""
+    t = type(item)
+    if t is float:
+        return None if math.isfinite(item) else f"{item} is not a JSON number"
+    if t is str:
+        return _BAD_STRING if not item.isascii() and _bad_unicode(item) else None
+    if item is None or t is int or t is bool or isinstance(item, (dict, list)):
+        return None
+    if isinstance(item, float):  # a subclass: a numpy float...
+        return None if math.isfinite(item) else f"{float(item)} is not a JSON number"
+    if isinstance(item, str):  # an enum.StrEnum member...
+        return _BAD_STRING if _bad_unicode(item) else None
+    if isinstance(item, int):  # an enum.IntEnum member...
+        return None
+    return f"a Python {python_type_name(item)} is not a JSON value"
+
+
+def _on_path(walked: dict[int, tuple[Any, int]], item: Any, path: Any) -> bool:
+    """Whether ``item`` (already walked somewhere) contains the container at ``path``: a cycle,
+    not just the same list shared by two fields."""
+    target = walked[id(item)][0]
+    node = path
+    while True:
+        if node is target:
+            return True
+        if node is None:
+            return False
+        node = node[0]
+
+
+def _short_repr(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def python_type_name(value: Any) -> str:
@@ -161,13 +211,19 @@ def _bad_unicode(text: str) -> bool:
     return False
 
 
-def _key(key: str) -> str:
-    return f".{key}" if _IDENTIFIER.fullmatch(key) else f"[{json.dumps(key, ensure_ascii=False)}]"
-
-
-def _path(parts: tuple[str, ...]) -> str:
+def _path(path: Any) -> str:
+    parts: list[str] = []
+    while path is not None:
+        path, key = path
+        if isinstance(key, int):
+            parts.append(f"[{key}]")
+        elif _IDENTIFIER.fullmatch(key):
+            parts.append(f".{key}")
+        else:
+            parts.append(f"[{json.dumps(key, ensure_ascii=False)}]")
+    parts.reverse()
     if len(parts) > 12:  # a path that deep is read by its ends
-        parts = (*parts[:6], f"...({len(parts) - 9} more)...", *parts[-3:])
+        parts = [*parts[:6], f"...({len(parts) - 9} more)...", *parts[-3:]]
     text = "".join(parts)
     return text[1:] if text.startswith(".") else text
 
