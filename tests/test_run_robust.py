@@ -673,3 +673,10 @@ def test_the_json_check_tells_a_cycle_from_a_shared_value() -> None:
         wide = [wide, wide]
     assert json_problem(wide) is None
     assert json_problem({"a b": {"x": 1e400}}) == ('["a b"].x', "inf is not a JSON number")
+
+
+def test_the_result_is_utf_8_whatever_the_locale(tmp_path: Path) -> None:
+    prog, _ = _write(tmp_path, '"café ✓"\n')
+    r = luma(prog, env={"PYTHONIOENCODING": "latin-1", "LC_ALL": "C"})
+    assert (r.code, r.stderr) == (0, "")
+    assert r.stdout_bytes == '"café ✓"\n'.encode()

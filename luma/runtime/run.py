@@ -96,11 +96,18 @@ def _run_and_print(session: Any, runtime: Any, target: Target, checked: CheckedF
         err.write(f"error[RESULT_INVALID]: the program's result is not a JSON value{where}: "
                   f"{problem[1]}\n")
         return EXIT_FAILED
-    text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False)
+    text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     try:
-        out.write(text + "\n")
+        buffer = getattr(out, "buffer", None)
+        if buffer is None:
+            out.write(text)
+        else:  # JSON is UTF-8 whatever the locale's encoding
+            out.flush()
+            buffer.write(text.encode("utf-8"))
         out.flush()
-    except (OSError, ValueError) as exc:  # a handler closed it; a reader that went away
+    except BrokenPipeError:
+        raise  # the reader went away: the command ends quietly
+    except (OSError, ValueError) as exc:  # stdout closed under the run
         err.write(f"error: cannot write the result to stdout: {exc}\n")
         return EXIT_FAILED
     return EXIT_OK
