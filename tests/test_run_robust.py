@@ -680,3 +680,13 @@ def test_the_result_is_utf_8_whatever_the_locale(tmp_path: Path) -> None:
     r = luma(prog, env={"PYTHONIOENCODING": "latin-1", "LC_ALL": "C"})
     assert (r.code, r.stderr) == (0, "")
     assert r.stdout_bytes == '"café ✓"\n'.encode()
+
+
+def test_deep_values_the_program_builds_compare_and_render(tmp_path: Path) -> None:
+    build = "x = []\nfor i in range(3000) {\n  x = [x]\n}\n"
+    assert _run_top(tmp_path, build + "y = []\nfor i in range(3000) {\n  y = [y]\n}\nx == y\n") \
+        == (0, "true\n", "")
+    assert _run_top(tmp_path, build + 'len("{x}")\n') == (0, "6002\n", "")
+    assert _run_top(tmp_path, build + "x\n")[2] == (
+        "error[RESULT_INVALID]: the program's result is not a JSON value at "
+        "[0][0][0][0][0][0]...(191 more)...[0][0][0]: the value nests deeper than 200 levels")

@@ -380,8 +380,8 @@ def _stack_for_calls() -> Iterator[None]:
     try:
         yield
     except RecursionError:
-        raise LumaError("CALL_DEPTH", "calls and expressions nested too deeply for the "
-                        "interpreter's stack (unbounded recursion?)") from None
+        raise LumaError("CALL_DEPTH", "calls, expressions or values nested too deeply for "
+                        "the interpreter's stack (unbounded recursion?)") from None
     finally:
         if wanted > before and sys.getrecursionlimit() == wanted:
             sys.setrecursionlimit(before)

@@ -50,16 +50,30 @@ def render(value: Any) -> str:
 
 
 def deep_equal(a: Any, b: Any) -> bool:
-    """JSON equality: a bool never equals a number; ``1 == 1.0``."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if is_number(a) and is_number(b):
-        return bool(a == b)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(deep_equal(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(deep_equal(a[k], b[k]) for k in a)
-    return type(a) is type(b) and bool(a == b)
+    """JSON equality: a bool never equals a number; ``1 == 1.0``. Iterative, so values of any
+    depth compare without exhausting Python's stack."""
+    pending = [(a, b)]
+    while pending:
+        a, b = pending.pop()
+        if a is b and type(a) in (list, dict, str):
+            continue
+        if isinstance(a, bool) or isinstance(b, bool):
+            if not (type(a) is type(b) and a == b):
+                return False
+        elif is_number(a) and is_number(b):
+            if not a == b:
+                return False
+        elif isinstance(a, list) and isinstance(b, list):
+            if len(a) != len(b):
+                return False
+            pending.extend(zip(a, b))
+        elif isinstance(a, dict) and isinstance(b, dict):
+            if a.keys() != b.keys():
+                return False
+            pending.extend((a[k], b[k]) for k in a)
+        elif not (type(a) is type(b) and bool(a == b)):
+            return False
+    return True
 
 
 def short(value: Any, limit: int = 80) -> str:
