@@ -18,6 +18,7 @@ from luma.runtime.errors import LumaError
 from luma.runtime.values import json_problem, parse_json
 
 EXIT_OK, EXIT_FAILED, EXIT_START = 0, 1, 2
+RESULT_INVALID = "RESULT_INVALID"
 
 
 @dataclass(slots=True)
@@ -93,7 +94,7 @@ def _run_and_print(session: Any, runtime: Any, target: Target, checked: CheckedF
     problem = json_problem(result)
     if problem is not None:
         where = f" at {problem[0]}" if problem[0] else ""
-        err.write(f"error[RESULT_INVALID]: the program's result is not a JSON value{where}: "
+        err.write(f"error[{RESULT_INVALID}]: the program's result is not a JSON value{where}: "
                   f"{problem[1]}\n")
         return EXIT_FAILED
     text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
