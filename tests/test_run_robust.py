@@ -690,3 +690,21 @@ def test_deep_values_the_program_builds_compare_and_render(tmp_path: Path) -> No
     assert _run_top(tmp_path, build + "x\n")[2] == (
         "error[RESULT_INVALID]: the program's result is not a JSON value at "
         "[0][0][0][0][0][0]...(191 more)...[0][0][0]: the value nests deeper than 200 levels")
+
+
+def test_a_failed_background_task_is_one_warning_line_not_a_traceback(tmp_path: Path) -> None:
+    prog, tools = _one_tool(tmp_path, """\
+        import asyncio
+
+        async def boom():
+            raise ValueError("background boom")
+
+        async def work(input):
+            asyncio.get_running_loop().create_task(boom())
+            await asyncio.sleep(0.05)
+            return {"v": 6}
+        """)
+    r = luma(prog, "--tool-module", tools, timeout=20)
+    assert (r.code, r.stdout) == (0, "6\n")
+    assert r.stderr == ("warning[ASYNC_TASK] Task exception was never retrieved (boom()): "
+                        "ValueError: background boom\n")

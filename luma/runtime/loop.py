@@ -51,6 +51,7 @@ class RunLoop:
         self.runtime = runtime
         self.stderr = stderr
         self.loop = asyncio.new_event_loop()
+        self.loop.set_exception_handler(self._loop_error)
         self.interrupts = 0
         self._main: asyncio.Task[Any] | None = None
         self._watchdog: _Watchdog | None = None
@@ -70,6 +71,24 @@ class RunLoop:
                 if self.interrupts:
                     raise Interrupted() from None
                 raise
+
+    def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """What asyncio would log with a traceback (a background task a handler started that
+        failed and nobody awaited): one line on stderr."""
+        exc = context.get("exception")
+        what = context.get("message") or "error in the event loop"
+        task = context.get("task") or context.get("future")
+        coro = getattr(task, "get_coro", lambda: None)()
+        name = getattr(coro, "__qualname__", None)
+        where = f" ({name}())" if name else ""
+        detail = ""
+        if isinstance(exc, BaseException):
+            try:
+                text = str(exc)
+            except Exception:
+                text = ""
+            detail = f": {type(exc).__name__}" + (f": {text}" if text else "")
+        self._say(f"warning[ASYNC_TASK] {what}{where}{detail}")
 
     def _stopped_by_handler(self) -> None:
         self.runtime.warn("EVENT_LOOP", "a tool handler stopped the event loop; the run went on")
