@@ -88,7 +88,10 @@ class RunLoop:
             except Exception:
                 text = ""
             detail = f": {type(exc).__name__}" + (f": {text}" if text else "")
-        self._say(f"warning[ASYNC_TASK] {what}{where}{detail}")
+        try:
+            self.runtime.warn("ASYNC_TASK", f"{what}{where}{detail}")
+        except Exception:  # late, at interpreter exit: stderr may be gone
+            pass
 
     def _stopped_by_handler(self) -> None:
         self.runtime.warn("EVENT_LOOP", "a tool handler stopped the event loop; the run went on")
