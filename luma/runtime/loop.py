@@ -54,6 +54,7 @@ class RunLoop:
         self.loop.set_exception_handler(self._loop_error)
         self.interrupts = 0
         self._main: asyncio.Task[Any] | None = None
+        self._sigint_owned = False
         self._watchdog: _Watchdog | None = None
 
     def run(self, program: Coroutine[Any, Any, Any]) -> Any:
@@ -64,13 +65,13 @@ class RunLoop:
         codes = _async_handler_codes(self.runtime)
         if codes:
             self._watchdog = _Watchdog(loop, codes, self.runtime)
-        with self._sigint(main):
-            try:
-                return _complete(loop, main, self._stopped_by_handler)
-            except asyncio.CancelledError:
-                if self.interrupts:
-                    raise Interrupted() from None
-                raise
+        self._own_sigint(main)  # until close(): a Ctrl-C while work is abandoned quits
+        try:
+            return _complete(loop, main, self._stopped_by_handler)
+        except asyncio.CancelledError:
+            if self.interrupts:
+                raise Interrupted() from None
+            raise
 
     def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         """What asyncio would log with a traceback (a background task a handler started that
@@ -99,6 +100,12 @@ class RunLoop:
     def close(self) -> list[str]:
         """Cancel what is still running, give it :data:`SHUTDOWN_GRACE_S` to stop, close the
         loop; returns what was abandoned (for the stderr line), never waiting longer."""
+        try:
+            return self._shut_down()
+        finally:
+            self._release_sigint()
+
+    def _shut_down(self) -> list[str]:
         loop = self.loop
         if self._watchdog is not None:
             self._watchdog.stop()
@@ -132,12 +139,10 @@ class RunLoop:
                       for name in running_handler_threads()]
         return abandoned
 
-    @contextlib.contextmanager
-    def _sigint(self, main: asyncio.Task[Any]) -> Iterator[None]:
+    def _own_sigint(self, main: asyncio.Task[Any]) -> None:
         if threading.current_thread() is not threading.main_thread() \
                 or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-            yield  # someone else owns Ctrl-C (an embedding program): leave it alone
-            return
+            return  # someone else owns Ctrl-C (an embedding program): leave it alone
         loop = self.loop
 
         def on_sigint(signum: int, frame: FrameType | None) -> None:
@@ -155,9 +160,11 @@ class RunLoop:
             loop.call_soon_threadsafe(lambda: None)  # wake the loop if it is waiting
 
         signal.signal(signal.SIGINT, on_sigint)
-        try:
-            yield
-        finally:
+        self._sigint_owned = True
+
+    def _release_sigint(self) -> None:
+        if self._sigint_owned:
+            self._sigint_owned = False
             signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def _still_waiting(self, main: asyncio.Task[Any]) -> None:
