@@ -76,6 +76,9 @@ _NOT_JSON = {
     "a lone surrogate": ("{'text': '\\ud800'}",
                          "produce.output.v.text: the string is not valid Unicode (it holds a "
                          "lone surrogate)"),
+    "an int beyond the range of numbers": ("[1, -10 ** 400]",
+                                           "produce.output.v[1]: an int of about 401 digits is "
+                                           "beyond ±1.8e308, the range of a JSON number"),
     "a key that is not a string": ("{1: 'one'}",
                                    "produce.output.v: the key 1 is a Python int, not a string"),
     "too deep": ("deep(500)", "produce.output.v[0][0][0][0][0]...(191 more)...[0][0][0]: "
@@ -183,6 +186,12 @@ def test_nan_and_infinity_in_the_arguments_are_bad_json(tmp_path: Path) -> None:
     assert (r.code, r.stderr) == (2, "error: --arg x: -Infinity is not a JSON number\n")
     r = luma(prog, "--arg", "x=[1e999]")
     assert (r.code, r.stderr) == (2, "error: --arg x: 1e999 is not a finite number\n")
+    r = luma(prog, "--arg", "x=" + "9" * 5000)
+    assert (r.code, r.stderr) == (2, "error: --arg x: an int of 5000 digits is beyond ±1.8e308, "
+                                     "the range of a JSON number\n")
+    r = luma(prog, "--arg", "x=[" + "9" * 400 + "]")
+    assert (r.code, r.stderr) == (2, "error: --arg x: an int of 400 digits is beyond ±1.8e308, "
+                                     "the range of a JSON number\n")
     r = luma(prog, "--arg", "x=NaNa")  # not JSON at all: the text itself
     assert (r.code, json.loads(r.stdout)) == (0, "NaNa")
     deep = tmp_path / "deep.json"

@@ -99,8 +99,8 @@ _TOOL_MODULE_NAME = re.compile(r"luma_tool_module_(.+?)_[0-9a-f]{12}(?:_\w+)?") 
 def json_problem(value: Any) -> tuple[str, str] | None:
     """Where ``value`` stops being a JSON value, as ``(path, reason)``; None when it is one.
 
-    A JSON value is ``None``, a bool, an int, a finite float, a string of valid Unicode (no lone
-    surrogate), a list, or a dict with string keys, nested at most :data:`MAX_JSON_DEPTH` deep
+    A JSON value is ``None``, a bool, an int or a finite float within ±1.8e308, a string of valid
+    Unicode (no lone surrogate), a list, or a dict with string keys, nested at most :data:`MAX_JSON_DEPTH` deep
     and without a cycle. The path reads like a validation path (``items[2].qty``). The walk is
     iterative, so a deep value cannot exhaust Python's stack; scalars inside a container are
     checked in place, and a path is spelled out only for the answer.
@@ -134,6 +134,8 @@ def json_problem(value: Any) -> tuple[str, str] | None:
                 if t is str or t is int or t is bool or item is None:
                     if t is str and not item.isascii() and _bad_unicode(item):
                         return _path((path, key)), _BAD_STRING
+                    if t is int and not -_BIG_INT < item < _BIG_INT:
+                        return _path((path, key)), _too_big(item)
                     continue
                 if t is dict or t is list or isinstance(item, (dict, list)):
                     if id(item) in walked and _on_path(walked, item, path):
@@ -149,6 +151,8 @@ def json_problem(value: Any) -> tuple[str, str] | None:
                 if t is str or t is int or t is bool or item is None:
                     if t is str and not item.isascii() and _bad_unicode(item):
                         return _path((path, index)), _BAD_STRING
+                    if t is int and not -_BIG_INT < item < _BIG_INT:
+                        return _path((path, index)), _too_big(item)
                     continue
                 if t is dict or t is list or isinstance(item, (dict, list)):
                     if id(item) in walked and _on_path(walked, item, path):
@@ -162,6 +166,12 @@ def json_problem(value: Any) -> tuple[str, str] | None:
 
 
 _BAD_STRING = "the string is not valid Unicode (it holds a lone surrogate)"
+_BIG_INT = 2 ** 1024  # beyond the range of a float: most JSON readers cannot hold it
+
+
+def _too_big(n: int) -> str:
+    digits = n.bit_length() * 30103 // 100000 + 1  # about; str() of it may not even be allowed
+    return f"an int of about {digits} digits is beyond ±1.8e308, the range of a JSON number"
 _CIRCULAR = "the value contains itself (a circular reference)"
 
 
@@ -172,14 +182,14 @@ def _scalar_problem(item: Any) -> str | None:
         return None if math.isfinite(item) else f"{item} is not a JSON number"
     if t is str:
         return _BAD_STRING if not item.isascii() and _bad_unicode(item) else None
-    if item is None or t is int or t is bool or isinstance(item, (dict, list)):
+    if t is int or (t is not bool and isinstance(item, int)):  # an enum.IntEnum member...
+        return None if -_BIG_INT < item < _BIG_INT else _too_big(item)
+    if item is None or t is bool or isinstance(item, (dict, list)):
         return None
     if isinstance(item, float):  # a subclass: a numpy float...
         return None if math.isfinite(item) else f"{float(item)} is not a JSON number"
     if isinstance(item, str):  # an enum.StrEnum member...
         return _BAD_STRING if _bad_unicode(item) else None
-    if isinstance(item, int):  # an enum.IntEnum member...
-        return None
     return f"a Python {python_type_name(item)} is not a JSON value"
 
 
@@ -257,8 +267,14 @@ def parse_json(text: str) -> Any:
             raise ValueError(f"{digits} is not a finite number")
         return value
 
+    def integer(digits: str) -> int:
+        if len(digits) > 310:  # more than any int within range; int() may refuse the text
+            raise ValueError(f"an int of {len(digits.lstrip('-'))} digits is beyond ±1.8e308, "
+                             "the range of a JSON number")
+        return int(digits)
+
     try:
-        value = json.loads(text, parse_constant=constant, parse_float=number)
+        value = json.loads(text, parse_constant=constant, parse_float=number, parse_int=integer)
     except json.JSONDecodeError:
         raise
     except (ValueError, RecursionError) as exc:
