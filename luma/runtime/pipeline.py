@@ -211,9 +211,10 @@ class ToolPipeline:
                         runtime.inline_handler = None
                     if type(raw) is not dict and hasattr(raw, "__await__"):
                         raw = await raw
-                    elif _cancel_requested():
+                    elif (tool.key_path is not None or tool.cached) and _cancel_requested():
                         # interrupted while the handler ran on this thread: its result is
-                        # dropped, so a cancelled call stores nothing
+                        # dropped, so a cancelled call stores nothing (a call that stores
+                        # nothing meets the cancellation at its next await)
                         raise asyncio.CancelledError()
                 else:
                     raw = await invoker.run(value, needs, plan.timeout_s,

@@ -105,11 +105,21 @@ def json_problem(value: Any) -> tuple[str, str] | None:
     iterative, so a deep value cannot exhaust Python's stack; scalars inside a container are
     checked in place, and a path is spelled out only for the answer.
     """
-    reason = _scalar_problem(value)
-    if reason is not None:
-        return "", reason
-    if not isinstance(value, (dict, list)):
-        return None
+    if type(value) is dict:  # the common result, a flat object of plain values: one pass
+        for key, item in value.items():
+            t = type(item)
+            if type(key) is not str or t not in _PLAIN or (t is str and not item.isascii()) \
+                    or (t is int and not -_BIG_INT < item < _BIG_INT) \
+                    or (t is float and not math.isfinite(item)):
+                break
+        else:
+            return None
+    else:
+        reason = _scalar_problem(value)
+        if reason is not None:
+            return "", reason
+        if not isinstance(value, (dict, list)):
+            return None
     # containers still to walk: (container, its path as a linked list (parent, key), depth)
     stack: list[tuple[Any, Any, int]] = [(value, None, 0)]
     # id -> (path, depth) of every container walked so far: for cycles, and so that a container
@@ -165,6 +175,7 @@ def json_problem(value: Any) -> tuple[str, str] | None:
     return None
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
 _BAD_STRING = "the string is not valid Unicode (it holds a lone surrogate)"
 _BIG_INT = 2 ** 1024  # beyond the range of a float: most JSON readers cannot hold it
 
