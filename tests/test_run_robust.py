@@ -717,3 +717,21 @@ def test_a_failed_background_task_is_one_warning_line_not_a_traceback(tmp_path: 
     assert (r.code, r.stdout) == (0, "6\n")
     assert r.stderr == ("warning[ASYNC_TASK] Task exception was never retrieved (boom()): "
                         "ValueError: background boom\n")
+
+
+def test_rendering_a_value_that_is_not_json_is_type_invalid_not_a_crash() -> None:
+    from luma.runtime.errors import LumaError
+    from luma.runtime.values import json_text, render
+
+    for value, message in ((float("nan"), "cannot write the value as JSON: nan is not a JSON "
+                                          "number"),
+                           ({"when": {1, 2}}, "cannot write the value as JSON at when: a Python "
+                                              "set is not a JSON value")):
+        for write in (render, json_text):
+            try:
+                write(value)
+            except LumaError as err:
+                assert (err.code, err.message) == ("TYPE_INVALID", message)
+            else:
+                raise AssertionError(f"{write.__name__}({value!r}) did not fail")
+    assert render({"a": [1, "é"]}) == '{"a":[1,"é"]}'

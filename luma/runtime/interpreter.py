@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from luma.runtime.errors import LumaError
-from luma.runtime.values import compact_json, deep_equal, is_number, render, short, type_name
+from luma.runtime.values import deep_equal, is_number, json_text, render, short, type_name
 from luma.syntax import ast
 
 if TYPE_CHECKING:
@@ -515,7 +515,7 @@ def _range(*args: Any) -> list[int]:
 
 
 _BUILTINS: dict[str, Any] = {
-    "len": _len, "str": _str, "int": _int, "float": _float, "json": compact_json, "keys": _keys,
+    "len": _len, "str": _str, "int": _int, "float": _float, "json": json_text, "keys": _keys,
     "range": _range, "print": print,
 }
 _ARITY = {"len": (1, 1), "str": (1, 1), "int": (1, 1), "float": (1, 1), "json": (1, 1),

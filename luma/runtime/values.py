@@ -43,10 +43,27 @@ def canonical_json(value: Any) -> str:
 
 
 def render(value: Any) -> str:
-    """How a value appears inside a string: strings verbatim, everything else as compact JSON."""
+    """How a value appears inside a string: strings verbatim, everything else as compact JSON.
+    A value that is not JSON (one that came from outside without the boundary check) is a
+    ``TYPE_INVALID`` error, not a crash."""
     if isinstance(value, str):
         return value
-    return compact_json(value)
+    return json_text(value)
+
+
+def json_text(value: Any) -> str:
+    """``json(x)``: compact JSON text, or ``TYPE_INVALID`` naming what is not JSON."""
+    try:
+        return compact_json(value)
+    except (TypeError, ValueError, RecursionError):
+        pass
+    problem = json_problem(value)
+    if problem is None:  # too deep for the encoder, within the check's own bound
+        problem = ("", "the value nests too deeply to be written as JSON")
+    where = f" at {problem[0]}" if problem[0] else ""
+    from luma.runtime.errors import LumaError
+
+    raise LumaError("TYPE_INVALID", f"cannot write the value as JSON{where}: {problem[1]}")
 
 
 def deep_equal(a: Any, b: Any) -> bool:
