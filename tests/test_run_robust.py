@@ -735,3 +735,33 @@ def test_rendering_a_value_that_is_not_json_is_type_invalid_not_a_crash() -> Non
             else:
                 raise AssertionError(f"{write.__name__}({value!r}) did not fail")
     assert render({"a": [1, "é"]}) == '{"a":[1,"é"]}'
+
+
+def test_subclasses_of_json_types_come_out_as_plain_values(tmp_path: Path) -> None:
+    prog, tools = _write(tmp_path, """\
+        schema Out { kind: string, n: int, x: float, meta: any }
+        tool produce() -> Out {
+          description: "Return enum members and friends."
+        }
+        r = tool produce({})
+        { sum: r.n + 1, half: r.x / 2, kind: "{r.kind}!", same: r.kind == "big", meta: r.meta }
+        """, """\
+        import collections, enum
+
+        class Kind(enum.StrEnum):
+            BIG = "big"
+
+        class Level(enum.IntEnum):
+            HIGH = 3
+
+        class Ratio(float):
+            pass
+
+        def produce(input):
+            return collections.OrderedDict(kind=Kind.BIG, n=Level.HIGH, x=Ratio(5.0),
+                                           meta=[Level.HIGH])
+        """)
+    r = luma(prog, "--tool-module", tools)
+    assert (r.code, r.stderr) == (0, "")
+    assert json.loads(r.stdout) == {"sum": 4, "half": 2.5, "kind": "big!", "same": True,
+                                    "meta": [3]}

@@ -35,7 +35,7 @@ from luma.runtime.settings import (
     effective_timeout_ms,
     tool_settings,
 )
-from luma.runtime.values import canonical_json, json_problem, python_type_name
+from luma.runtime.values import canonical_json, json_problem, plain_json, python_type_name
 from luma.schema.compile import tool_input_name
 from luma.schema.validate import SchemaValidator, Violation, validator_for
 from luma.schema.violations import join_path
@@ -236,11 +236,14 @@ class ToolPipeline:
             if delay > 0:
                 await asyncio.sleep(delay)
         # the boundary: what comes back must be JSON before anything else looks at it
-        problem = json_problem(raw)
+        subclasses = [False]
+        problem = json_problem(raw, subclasses)
         if problem is not None:
             raise LumaError(TOOL_OUTPUT_INVALID, f"[{TOOL_OUTPUT_INVALID}] "
                             f"{join_path(tool.output_prefix, problem[0])}: {problem[1]}",
                             tool=tool.name)
+        if subclasses[0]:
+            raw = plain_json(raw)  # an enum member, a numpy float: from here on, plain values
         # 11 output validation: a tagged union must carry its tag; soft rules warn
         result, violations = tool.output.validate_and_fill(raw, soft_rules=True)
         if violations:

@@ -113,7 +113,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TOOL_MODULE_NAME = re.compile(r"luma_tool_module_(.+?)_[0-9a-f]{12}(?:_\w+)?")  # modules.py
 
 
-def json_problem(value: Any) -> tuple[str, str] | None:
+def json_problem(value: Any, subclasses: list[bool] | None = None) -> tuple[str, str] | None:
     """Where ``value`` stops being a JSON value, as ``(path, reason)``; None when it is one.
 
     A JSON value is ``None``, a bool, an int or a finite float within ±1.8e308, a string of valid
@@ -121,6 +121,10 @@ def json_problem(value: Any) -> tuple[str, str] | None:
     and without a cycle. The path reads like a validation path (``items[2].qty``). The walk is
     iterative, so a deep value cannot exhaust Python's stack; scalars inside a container are
     checked in place, and a path is spelled out only for the answer.
+
+    A subclass of ``str``, ``int``, ``float``, ``dict`` or ``list`` (an ``enum.StrEnum``
+    member, a numpy float, an ``OrderedDict``) is a JSON value too; when ``subclasses`` is
+    given, ``subclasses[0]`` is set when one was seen (:func:`plain_json` makes them plain).
     """
     if type(value) is dict:  # the common result, a flat object of plain values: one pass
         for key, item in value.items():
@@ -135,6 +139,8 @@ def json_problem(value: Any) -> tuple[str, str] | None:
         reason = _scalar_problem(value)
         if reason is not None:
             return "", reason
+        if subclasses is not None and type(value) not in _PLAIN and type(value) is not list:
+            subclasses[0] = True
         if not isinstance(value, (dict, list)):
             return None
     # containers still to walk: (container, its path as a linked list (parent, key), depth)
@@ -167,11 +173,15 @@ def json_problem(value: Any) -> tuple[str, str] | None:
                 if t is dict or t is list or isinstance(item, (dict, list)):
                     if id(item) in walked and _on_path(walked, item, path):
                         return _path((path, key)), _CIRCULAR
+                    if subclasses is not None and t is not dict and t is not list:
+                        subclasses[0] = True
                     stack.append((item, (path, key), depth + 1))
                     continue
                 reason = _scalar_problem(item)
                 if reason is not None:
                     return _path((path, key)), reason
+                if subclasses is not None and t is not float:
+                    subclasses[0] = True
         else:
             for index, item in enumerate(container):
                 t = type(item)
@@ -184,12 +194,49 @@ def json_problem(value: Any) -> tuple[str, str] | None:
                 if t is dict or t is list or isinstance(item, (dict, list)):
                     if id(item) in walked and _on_path(walked, item, path):
                         return _path((path, index)), _CIRCULAR
+                    if subclasses is not None and t is not dict and t is not list:
+                        subclasses[0] = True
                     stack.append((item, (path, index), depth + 1))
                     continue
                 reason = _scalar_problem(item)
                 if reason is not None:
                     return _path((path, index)), reason
+                if subclasses is not None and t is not float:
+                    subclasses[0] = True
     return None
+
+
+def plain_json(value: Any) -> Any:
+    """A JSON value (as :func:`json_problem` accepts it) with every subclass made its plain
+    base type, so the rest of the runtime sees only ``dict``, ``list``, ``str``, ``int``,
+    ``float``, ``bool`` and ``None``. A container shared by several fields stays shared."""
+    done: dict[int, Any] = {}
+
+    def plain(v: Any) -> Any:
+        t = type(v)
+        if t in _PLAIN:
+            return v
+        if isinstance(v, dict) or isinstance(v, list):
+            copy = done.get(id(v))
+            if copy is None:
+                if isinstance(v, dict):
+                    copy = done[id(v)] = {}
+                    copy.update((k, plain(x)) for k, x in v.items())
+                else:
+                    copy = done[id(v)] = []
+                    copy.extend(plain(x) for x in v)
+            return copy
+        if isinstance(v, bool):
+            return bool(v)
+        if isinstance(v, int):
+            return int(v)
+        if isinstance(v, float):
+            return float(v)
+        if isinstance(v, str):
+            return str.__str__(v)
+        return v
+
+    return plain(value)
 
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
