@@ -765,3 +765,27 @@ def test_subclasses_of_json_types_come_out_as_plain_values(tmp_path: Path) -> No
     assert (r.code, r.stderr) == (0, "")
     assert json.loads(r.stdout) == {"sum": 4, "half": 2.5, "kind": "big!", "same": True,
                                     "meta": [3]}
+
+
+def test_ctrl_c_during_a_sync_handler_in_its_thread_ends_at_once_and_names_it(
+        tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    program = _SAVE.replace("idempotency_key: request_id",
+                            "idempotency_key: request_id,\n  timeout: 60000")
+    child = _start(tmp_path, program, f"""\
+        import threading
+
+        def save(input):
+            open({str(started)!r}, "w").close()
+            threading.Event().wait(60)
+            return {{"id": "saved"}}
+        """)
+    _wait_for(started)
+    began = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=20)
+    assert time.monotonic() - began < 10  # not the handler's 60 s
+    assert (child.returncode, out) == (130, b"")
+    assert err.decode() == ("luma: interrupted\nluma: did not wait for 1 unfinished piece of "
+                            "work at exit: tool 'save' (a sync handler still running in its "
+                            "thread)\n")
