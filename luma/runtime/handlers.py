@@ -10,6 +10,11 @@ the call ends at once with :class:`HandlerTimeout`, the thread is left to finish
 it returns or raises later is discarded. A handler that must stop hard watches its ``Signal``,
 which fires with reason ``"timeout"`` before the call gives up on it. Without a timeout a sync
 handler is called inline, on the event loop's thread.
+
+An ``async`` handler that runs as its own task cannot end the event loop: a ``KeyboardInterrupt``
+or ``SystemExit`` it raises is carried out of the task and raised to the caller like any other
+exception. The worker threads still running a handler are known by tool name, so that a run can
+say at exit what it did not wait for.
 """
 
 from __future__ import annotations
