@@ -388,8 +388,8 @@ def _stack_for_calls() -> Iterator[None]:
 
 
 # The largest magnitude a Luma number may have: that of a float (an int beyond it could not be
-# mixed with a float or read by most JSON parsers).
-_MAX_INT_BITS = 1024
+# mixed with a float or read by most JSON parsers). An int compares with it exactly.
+_MAX_NUMBER = sys.float_info.max
 
 
 def _number(result: Any, left: Any, op: str, right: Any) -> Any:
@@ -397,7 +397,7 @@ def _number(result: Any, left: Any, op: str, right: Any) -> Any:
     if type(result) is float:
         if not math.isfinite(result):
             raise _overflow(left, op, right)
-    elif result.bit_length() > _MAX_INT_BITS:
+    elif not -_MAX_NUMBER <= result <= _MAX_NUMBER:
         raise _overflow(left, op, right)
     return result
 
@@ -479,7 +479,7 @@ def _int(x: Any) -> int:
             if f.is_integer():
                 return int(f)
             raise LumaError("TYPE_INVALID", f"int() cannot convert {short(x)}") from None
-        if n.bit_length() > _MAX_INT_BITS:
+        if not -_MAX_NUMBER <= n <= _MAX_NUMBER:
             raise LumaError("ARITHMETIC_OVERFLOW", f"int() cannot convert {short(x)}: a number "
                             "must stay within ±1.8e308")
         return n

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from typing import Any
 
 
@@ -241,7 +242,8 @@ def plain_json(value: Any) -> Any:
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
 _BAD_STRING = "the string is not valid Unicode (it holds a lone surrogate)"
-_BIG_INT = 2 ** 1024  # beyond the range of a float: most JSON readers cannot hold it
+_BIG_INT = int(sys.float_info.max) + 1  # from here on, beyond the range of a float: most JSON
+# readers cannot hold it, and it cannot be mixed with a float
 
 
 def _too_big(n: int) -> str:
