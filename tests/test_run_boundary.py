@@ -332,9 +332,9 @@ def test_arithmetic_that_leaves_the_range_of_numbers_is_arithmetic_overflow(
         'error[ARITHMETIC_OVERFLOW]: int() cannot convert "1' + "0" * 75 + '...: a number '
         'must stay within ±1.8e308')
     # an int just beyond the largest float, which could not be mixed with a float
-    code, _, line = assert_top = _run_top(
+    code, _, line = _run_top(
         tmp_path, "n = 1\nfor i in range(1023) {\n  n = n * 2\n}\nm = n + (n - 1)\nm + 0.5\n")
-    assert (code, line.split(":")[0]) == (1, "error[ARITHMETIC_OVERFLOW]"), assert_top
+    assert (code, line.split(":")[0]) == (1, "error[ARITHMETIC_OVERFLOW]"), line
     assert line.endswith("overflows: a number must stay within ±1.8e308")
     # exact int division stays exact; big ints within the bound are fine
     assert _run_top(tmp_path, "(9007199254740993 * 3) / 3\n") == (0, "9007199254740993\n", "")
