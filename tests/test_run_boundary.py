@@ -474,3 +474,21 @@ def test_subclasses_of_json_types_come_out_as_plain_values(tmp_path: Path) -> No
     assert (r.code, r.stderr) == (0, "")
     assert json.loads(r.stdout) == {"sum": 4, "half": 2.5, "kind": "big!", "same": True,
                                     "meta": [3]}
+
+
+def test_a_huge_int_literal_meeting_a_float_is_arithmetic_overflow() -> None:
+    import asyncio
+
+    from luma.runtime.errors import LumaError
+    from luma.runtime.interpreter import Interpreter
+    from runtime.harness import program, runtime
+
+    rt = runtime(program("x = 1" + "0" * 400 + "\nx + 0.5\n"))
+    try:
+        asyncio.run(Interpreter(rt).run_top_level())
+    except LumaError as err:
+        assert err.code == "ARITHMETIC_OVERFLOW"
+        assert err.message == ("1" + "0" * 36 + "... + 0.5 overflows: a number must stay within "
+                               "±1.8e308")
+    else:
+        raise AssertionError("no error")

@@ -281,6 +281,13 @@ class Interpreter:
                 raise LumaError("TYPE_INVALID", f"'{op}' needs bools, got {type_name(right)}")
             return right
         right = await self._expr(e.right, frame)
+        try:
+            return self._operate(op, left, right)
+        except OverflowError:  # an int too large for a float (a huge literal) met a float
+            raise _overflow(left, op, right) from None
+
+    @staticmethod
+    def _operate(op: str, left: Any, right: Any) -> Any:
         if op == "==":
             return deep_equal(left, right)
         if op == "!=":
