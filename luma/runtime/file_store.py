@@ -153,7 +153,7 @@ class FileIdempotencyStore(IdempotencyStore):
         # The file the last load read (None: there was none); a write replaces only that one.
         self._seen: Identity | None = None
         try:
-            check_store_path(self._path, self._shown)  # before anything is created next to it
+            self._refuse_early()
             self._path.parent.mkdir(parents=True, exist_ok=True)
             self._start()
         except Refused as exc:
@@ -169,6 +169,15 @@ class FileIdempotencyStore(IdempotencyStore):
     def path(self) -> Path:
         """The store file's absolute path."""
         return self._path
+
+    def _refuse_early(self) -> None:
+        """Refuse a path that is not a regular file, or a file that is not a store, before
+        anything (lock files, folders) is created next to it. The store is replaced only by
+        rename, so reading it without the lock sees a whole file; it is read again locked."""
+        found = read_store_file(self._path, self._shown)
+        if found is not None:
+            with contextlib.suppress(_Corrupt):  # quarantined once the lock is held
+                self._envelope(found[0])
 
     def _start(self) -> None:
         with self._locked():
@@ -329,6 +338,21 @@ class FileIdempotencyStore(IdempotencyStore):
     def _decode(self, data: bytes) -> tuple[dict[str, dict[str, dict[str, Any]]], bool]:
         """The records of a store file and whether it was plain; raises _Corrupt for a store of
         this format that cannot be trusted and Refused for any other file."""
+        envelope = self._envelope(data)
+        if "encryption" in envelope:
+            if self._secret is None:
+                raise Refused(
+                    f"Idempotency store '{self._shown}' is encrypted but "
+                    "idempotency_store.encryption is not set.")
+            records, plain = self._decrypt(envelope), False
+        else:
+            records, plain = envelope["records"], True
+        _check_records(records)
+        return records, plain
+
+    def _envelope(self, data: bytes) -> dict[str, Any]:
+        """The envelope of a store of this format; _Corrupt for a file that begins as one but
+        is not, Refused for a store of a newer format or a file that is not a store."""
         signature = _SIGNATURE.match(data)
         claimed = int(signature.group(1)) if signature is not None else None
         problem: str | None = None
@@ -352,17 +376,8 @@ class FileIdempotencyStore(IdempotencyStore):
                 f"Idempotency store '{self._shown}' is not a Luma idempotency store "
                 f"({problem}); it was left untouched. Point idempotency_store.path at another "
                 "file, or move this one away.")
-        # From here on the file is a store of this format.
-        if "encryption" in envelope:
-            if self._secret is None:
-                raise Refused(
-                    f"Idempotency store '{self._shown}' is encrypted but "
-                    "idempotency_store.encryption is not set.")
-            records, plain = self._decrypt(envelope), False
-        else:
-            records, plain = envelope["records"], True
-        _check_records(records)
-        return records, plain
+        assert isinstance(envelope, dict)
+        return envelope
 
     def _decrypt(self, envelope: dict[str, Any]) -> Any:
         from cryptography.exceptions import InvalidTag
