@@ -8,6 +8,8 @@ arguments are known, so ``luma check`` starts fast.
 from __future__ import annotations
 
 import argparse
+import errno
+import io
 import os
 import sys
 from collections.abc import Sequence
@@ -21,7 +23,21 @@ _COMMANDS = """commands:
   luma check [PATH ...]      check .luma files (a CI lint); see 'luma check --help'
   luma PROGRAM.luma [...]    run a program (also 'luma run PROGRAM.luma'); see 'luma run --help'
   luma export PROGRAM.luma   print the tool declarations sent to a provider
+  luma help [COMMAND]        show the help of a command
+
+options:
+  -h, --help                 show this help and exit
+  --version                  print the version and exit
 """
+
+_ENVIRONMENT = """environment:
+  LUMA_APPROVED_TOOLS    comma-separated write tools an approval policy lets run
+  LUMA_IDEMPOTENCY_KEY   the key of an encrypted idempotency store
+  LUMA_DEBUG             set to 1 to see the traceback of an internal error
+  NO_COLOR               set to turn colour off (like --color never)
+"""
+
+_NAMES = ("check", "run", "export", "help")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -31,10 +47,30 @@ class _Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
+    def parse_checked(self, argv: Sequence[str], intermixed: bool = False) -> argparse.Namespace:
+        """Parse, then refuse what was left over: an unknown option with the closest known one
+        as a hint (``--verison`` → ``--version``), or an argument no command takes."""
+        if intermixed:
+            namespace, extras = self.parse_known_intermixed_args(list(argv))
+        else:
+            namespace, extras = self.parse_known_args(list(argv))
+        for extra in extras:
+            if extra.startswith("-") and extra != "-":
+                from luma.syntax.diagnostics import did_you_mean
+
+                option = extra.partition("=")[0]
+                known = [o for a in self._actions for o in a.option_strings]
+                hint = did_you_mean(option, sorted(set(known)))
+                self.error(f"unknown option '{option}'" + (f" ({hint})" if hint else ""))
+        if extras:
+            self.error(f"unexpected argument '{extras[0]}'")
+        return namespace
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    _reopen_closed_streams()
     try:
         return _dispatch(args, whole_process=argv is None)
     except KeyboardInterrupt:
@@ -44,6 +80,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (``luma check --format json | head``): nothing more to say.
         _silence_stdout()
         return EXIT_FAILED
+    except _StdoutFailed as exc:
+        command = f"luma {args[0]}" if args and args[0] in ("check", "export") else "luma"
+        print(f"{command}: error: cannot write to stdout: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as exc:  # a bug in luma itself: one line, the traceback on request
         if os.environ.get("LUMA_DEBUG"):
             raise
@@ -58,24 +98,81 @@ def _dispatch(args: list[str], whole_process: bool = False) -> int:
         return EXIT_USAGE
     first = args[0]
     if first in ("-h", "--help"):
-        sys.stdout.write(_top_usage() + "\n" + _COMMANDS)
+        _write_stdout(_top_help())
         return EXIT_OK
     if first == "--version":
-        from luma import __version__
-
-        sys.stdout.write(f"luma {__version__}\n")
+        _write_stdout(_version())
         return EXIT_OK
+    if first == "help":
+        return help_command(args[1:])
     if first == "check":
         return check_command(args[1:], whole_process=whole_process)
     if first == "export":
         return export_command(args[1:])
     if first == "run":
-        return run_command(args[1:], prog="luma run")
-    return run_command(args, prog="luma")
+        return run_command(args[1:], prog="luma run", whole_process=whole_process)
+    return run_command(args, prog="luma", whole_process=whole_process)
 
 
 def _top_usage() -> str:
     return "usage: luma check [PATH ...] | luma PROGRAM.luma [options] | luma export PROGRAM.luma"
+
+
+def _top_help() -> str:
+    return _top_usage() + "\n\n" + _COMMANDS + "\n" + _ENVIRONMENT
+
+
+def _top_parser() -> _Parser:
+    """The parser whose usage line is ``luma``'s own (for errors that concern no command)."""
+    return _Parser(prog="luma", usage=_top_usage()[len("usage: "):])
+
+
+def _version() -> str:
+    from luma import __version__
+
+    return f"luma {__version__}\n"
+
+
+class _Version(argparse.Action):
+    """``--version`` on every command, printed as ``luma --version`` prints it."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        _write_stdout(_version())
+        parser.exit(EXIT_OK)
+
+
+def _unknown_command(name: str) -> str | None:
+    """``unknown command 'chek' (did you mean 'luma check'?)`` when ``name`` is a near miss of
+    a command and no file of that name exists; else None."""
+    import difflib
+
+    if os.path.exists(name) or name in _NAMES or "." in name or os.sep in name:
+        return None  # a path, not a command
+    close = difflib.get_close_matches(name, list(_NAMES), n=1)
+    return f"unknown command '{name}' (did you mean 'luma {close[0]}'?)" if close else None
+
+
+def help_command(argv: Sequence[str]) -> int:
+    """``luma help [COMMAND]``: the help of the command (or of ``luma``), on stdout."""
+    parsers = {"check": _check_parser, "run": lambda: _run_parser("luma run"),
+               "export": _export_parser}
+    usage = _top_parser()
+    if len(argv) > 1:
+        usage.error(f"unexpected argument '{argv[1]}' (luma help takes one command)")
+    if not argv or argv[0] == "help":
+        _write_stdout(_top_help())
+        return EXIT_OK
+    name = argv[0]
+    if name not in parsers:
+        usage.error(_unknown_command(name)
+                    or f"unknown command '{name}' (commands: {', '.join(parsers)})")
+    _write_stdout(parsers[name]().format_help())
+    return EXIT_OK
 
 
 # --------------------------------------------------------------------------------------- check
@@ -93,7 +190,14 @@ def _check_parser() -> _Parser:
     parser.add_argument("--strict", action="store_true", help="fail on warnings too")
     parser.add_argument("--tool-module", action="append", default=[], metavar="PATH",
                         help="a Python tool module; report tools without a handler (repeatable)")
+    parser.add_argument("--config", metavar="PATH",
+                        help="the config of every program checked (default: luma.config.json "
+                             "beside each program)")
+    parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                        help="skip files and folders whose path or name matches GLOB "
+                             "(repeatable)")
     _add_color(parser)
+    parser.add_argument("--version", action=_Version)
     return parser
 
 
@@ -104,7 +208,7 @@ def _plain_check_args(argv: Sequence[str]) -> argparse.Namespace | None:
     if not all(a and not a.startswith("-") for a in argv):
         return None
     return argparse.Namespace(paths=list(argv), format="text", strict=False, tool_module=[],
-                              color="auto")
+                              config=None, exclude=[], color="auto")
 
 
 def check_command(argv: Sequence[str], whole_process: bool = False) -> int:
@@ -113,7 +217,7 @@ def check_command(argv: Sequence[str], whole_process: bool = False) -> int:
     call from a program that goes on after it)."""
     args = _plain_check_args(argv)
     if args is None:
-        args = _check_parser().parse_intermixed_args(list(argv))
+        args = _check_parser().parse_checked(argv, intermixed=True)
     paths: list[str] = args.paths or ["."]
     for path in [*paths, *args.tool_module]:
         if not os.path.exists(path):
@@ -121,11 +225,14 @@ def check_command(argv: Sequence[str], whole_process: bool = False) -> int:
     for path in args.tool_module:
         if not os.path.isfile(path):
             _check_parser().error(f"tool module is not a file: {path}")
+    if args.config is not None and not os.path.isfile(args.config):
+        what = "is not a file" if os.path.exists(args.config) else "does not exist"
+        _check_parser().error(f"config {what}: {args.config}")
 
     import gc
     from pathlib import Path
 
-    from luma.check.host import CONFIG_NAME, HostCheck
+    from luma.check.host import HostCheck
     from luma.compile import check_files, find_luma_files
     from luma.syntax.diagnostics import Diagnostic
     from luma.syntax.render import render, source_lookup
@@ -134,18 +241,18 @@ def check_command(argv: Sequence[str], whole_process: bool = False) -> int:
     if whole_process:
         gc.freeze()  # what the imports made lives until exit: no collection need look at it again
 
-    found, missing = find_luma_files(paths)
+    found, missing = find_luma_files(paths, exclude=args.exclude)
     if missing:  # vanished since the check above
         _check_parser().error(f"path does not exist: {missing[0]}")
     unique = {os.path.realpath(f): f for f in reversed(found)}  # a file named twice is checked once
     files = [f for f in found if unique.get(os.path.realpath(f)) is f]
-    host = HostCheck(list(args.tool_module))
+    host = HostCheck(list(args.tool_module), Path(args.config) if args.config else None)
     diagnostics: list[Diagnostic] = []
     sources: list[SourceFile] = []
     unreadable: list[str] = []
 
-    def host_needs_program(path: Path) -> bool:  # it has tool modules to be checked against
-        return bool(args.tool_module) or (path.parent / CONFIG_NAME).is_file()
+    def host_needs_program(path: Path) -> bool:  # it has a config or tool modules to check
+        return bool(args.tool_module) or host.config_of(path) is not None
 
     for path, checked in check_files(files, keep_program=host_needs_program):
         if isinstance(checked, OSError):
@@ -194,12 +301,14 @@ def _plural(n: int, word: str) -> str:
 
 def _run_parser(prog: str) -> _Parser:
     parser = _Parser(prog=prog, allow_abbrev=False,
+                     usage=f"{prog} PROGRAM.luma [options]",
+                     formatter_class=argparse.RawDescriptionHelpFormatter,
                      description="Compile and run a .luma program; its result is printed to "
                                  "stdout as JSON.",
-                     epilog="exit status: 0 ran and returned, 1 a Luma error at run time, "
-                            "2 could not start (compile error, bad config, missing handler, "
-                            "bad command line)")
-    parser.add_argument("program", metavar="PROGRAM.luma", help="the program to run")
+                     epilog="exit status: 0 ran and returned, 1 a Luma error at run time,\n"
+                            "  2 could not start (compile error, bad config, missing handler, "
+                            "bad command line)\n\n" + _ENVIRONMENT)
+    parser.add_argument("program", metavar="PROGRAM.luma", nargs="?", help="the program to run")
     parser.add_argument("--tool-module", action="append", default=[], metavar="PATH",
                         help="a Python tool module; repeatable; adds to the config's "
                              "tool_modules")
@@ -219,10 +328,13 @@ def _run_parser(prog: str) -> _Parser:
     replay.add_argument("--replay", metavar="FILE", help="replay provider traffic from FILE")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="show each tool call and model turn on stderr")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="do not show the program's compile warnings (errors still show)")
     parser.add_argument("--generate-tool-types", metavar="OUT",
                         help="write generated types for tool modules to OUT (.py, .pyi, .ts, "
                              ".d.ts) and exit without running")
     _add_color(parser)
+    parser.add_argument("--version", action=_Version)
     return parser
 
 
@@ -233,20 +345,20 @@ def _key_value(text: str) -> tuple[str, str]:
     return key, value
 
 
-def run_command(argv: Sequence[str], prog: str = "luma") -> int:
+def run_command(argv: Sequence[str], prog: str = "luma", whole_process: bool = False) -> int:
     """``luma PROGRAM.luma`` / ``luma run PROGRAM.luma``: compile (exit 2 with the diagnostics on
     a compile error), then run."""
     parser = _run_parser(prog)
-    args = parser.parse_args(list(argv))
+    if prog == "luma" and argv and not argv[0].startswith("-"):
+        unknown = _unknown_command(argv[0])
+        if unknown is not None:  # ``luma chek x.luma``: a mistyped command, not a program
+            _top_parser().error(unknown)
+    args = parser.parse_checked(argv)
+    if args.program is None:
+        parser.error("the following arguments are required: PROGRAM.luma")
     if not os.path.isfile(args.program):
         what = "is not a file" if os.path.exists(args.program) else "does not exist"
-        hint = ""
-        if not os.path.exists(args.program) and prog == "luma":
-            import difflib
-
-            close = difflib.get_close_matches(args.program, ["check", "run", "export"], n=1)
-            hint = f" (did you mean 'luma {close[0]}'?)" if close else ""
-        parser.error(f"program {what}: {args.program}{hint}")
+        parser.error(f"program {what}: {args.program}")
 
     from luma.compile import check_file
     from luma.syntax.render import render_text, source_lookup
@@ -257,33 +369,43 @@ def run_command(argv: Sequence[str], prog: str = "luma") -> int:
         print(f"{prog}: error: cannot read {args.program}: {exc.strerror or exc}",
               file=sys.stderr)
         return EXIT_USAGE
-    if checked.diagnostics:
-        sys.stderr.write(render_text(checked.diagnostics, source_lookup([checked.source]),
+    shown = [d for d in checked.diagnostics if d.is_error or not (
+        args.quiet or (d.code == "W004" and args.model is not None))]  # --model chose it
+    if shown:
+        sys.stderr.write(render_text(shown, source_lookup([checked.source]),
                                      color=_use_color(args.color, sys.stderr)))
     if checked.has_errors:
         errors = sum(1 for d in checked.diagnostics if d.is_error)
         print(f"error: {args.program} did not compile: {_plural(errors, 'error')}",
               file=sys.stderr)
         return EXIT_USAGE
-    return run_program(checked, args)
+    return run_program(checked, args, whole_process=whole_process)
 
 
-def run_program(checked: Any, args: argparse.Namespace) -> int:
+def run_program(checked: Any, args: argparse.Namespace, whole_process: bool = False) -> int:
     """Run a compiled program with the parsed options, or generate its tool types."""
-    if args.generate_tool_types:
-        return _generate_tool_types(checked, args.generate_tool_types)
     from luma.runtime.run import RunOptions, run_checked
 
     options = RunOptions(
         tool_modules=list(args.tool_module), config_path=args.config, agent=args.agent,
         fn=args.fn, input=args.input, args=list(args.arg), model=args.model, trace=args.trace,
         record=args.record, replay=args.replay, verbose=args.verbose)
-    return run_checked(checked, options)
+    if args.generate_tool_types:
+        return _generate_tool_types(checked, args.generate_tool_types, options)
+    return run_checked(checked, options, whole_process=whole_process)
 
 
-def _generate_tool_types(checked: Any, out: str) -> int:
-    from luma.codegen import write_tool_types
+def _generate_tool_types(checked: Any, out: str, options: Any) -> int:
+    from luma.codegen import is_generated_types, write_tool_types
+    from luma.outputs import OutputRefused, guard_output
+    from luma.runtime.run import codegen_inputs
 
+    try:
+        guard_output(out, is_generated_types, protected=codegen_inputs(checked, options),
+                     made="generated")
+    except OutputRefused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         write_tool_types(checked.program, out, os.path.basename(checked.source.path))
     except ValueError as exc:
@@ -300,27 +422,39 @@ def _generate_tool_types(checked: Any, out: str) -> int:
 
 def _export_parser() -> _Parser:
     parser = _Parser(prog="luma export", allow_abbrev=False,
+                     usage="luma export PROGRAM.luma --provider openai|azure|anthropic|gemini "
+                           "[--agent NAME] [options]",
                      description="Print the JSON tool declarations a provider would receive.")
-    parser.add_argument("program", metavar="PROGRAM.luma")
+    parser.add_argument("program", metavar="PROGRAM.luma", nargs="?")
     parser.add_argument("--agent", metavar="NAME",
                         help="only the tools visible to this agent's model")
-    parser.add_argument("--provider", required=True,
-                        choices=("openai", "azure", "anthropic", "gemini"))
+    parser.add_argument("--provider", metavar="openai|azure|anthropic|gemini",
+                        help="the provider whose declaration format to print (required)")
     _add_color(parser)
+    parser.add_argument("--version", action=_Version)
     return parser
 
 
 def export_command(argv: Sequence[str]) -> int:
     """``luma export``: print a program's tool declarations for one provider."""
     parser = _export_parser()
-    args = parser.parse_args(list(argv))
+    args = parser.parse_checked(argv)
+    if args.program is None:
+        parser.error("the following arguments are required: PROGRAM.luma")
+    if args.provider is None:
+        parser.error("the following arguments are required: --provider")
     if not os.path.isfile(args.program):
         parser.error(f"program does not exist: {args.program}")
     from luma.compile import check_file
     from luma.runtime.errors import LumaError
     from luma.syntax.render import render_text, source_lookup
 
-    checked = check_file(args.program)
+    try:
+        checked = check_file(args.program)
+    except OSError as exc:
+        print(f"luma export: error: cannot read {args.program}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return EXIT_USAGE
     if checked.has_errors:
         sys.stderr.write(render_text(checked.diagnostics, source_lookup([checked.source]),
                                      color=_use_color(args.color, sys.stderr)))
@@ -361,21 +495,57 @@ def _use_color(choice: str, stream: IO[str]) -> bool:
         return False
 
 
+class _StdoutFailed(Exception):
+    """stdout cannot be written (a full disk, a closed stream); the message says why."""
+
+
 def _write_stdout(text: str) -> None:
     """Machine formats are UTF-8 whatever the locale (SARIF requires it; GitHub and JSON tools
     expect it)."""
-    buffer = getattr(sys.stdout, "buffer", None)
-    if buffer is None:
-        sys.stdout.write(text)
-    else:
+    try:
+        buffer = getattr(sys.stdout, "buffer", None)
+        if buffer is None:
+            sys.stdout.write(text)
+        else:
+            sys.stdout.flush()
+            buffer.write(text.encode("utf-8"))
         sys.stdout.flush()
-        buffer.write(text.encode("utf-8"))
-    sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        _silence_stdout()
+        raise _StdoutFailed(exc.strerror or str(exc)) from None
+
+
+class _ClosedStream(io.TextIOBase):
+    """What stdout is when the caller closed it (``>&-``): writing to it is an error."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+
+def _reopen_closed_streams() -> None:
+    """A standard stream the caller closed (``2>&-``) gets the null device as its descriptor,
+    so that no file Luma opens later takes that number. A closed stderr then swallows the
+    messages (they never move to stdout); a closed stdout makes writing the result an error."""
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+        except OSError:
+            continue
+        if name == "stdout":
+            sys.stdout = _ClosedStream()
+        else:
+            sys.stderr = open(fd, "w", encoding="utf-8", errors="backslashreplace",
+                              closefd=False)
 
 
 def _silence_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
+    from luma.outputs import discard_stream
+
+    discard_stream(sys.stdout)

@@ -50,9 +50,10 @@ def check_file(path: str | Path) -> CheckedFile:
     return CheckedFile(source, program, diagnostics)
 
 
-def find_luma_files(paths: list[str]) -> tuple[list[Path], list[str]]:
-    """The ``.luma`` files named by ``paths`` (folders searched recursively, sorted), and the
-    paths that do not exist."""
+def find_luma_files(paths: list[str],
+                    exclude: Sequence[str] = ()) -> tuple[list[Path], list[str]]:
+    """The ``.luma`` files named by ``paths`` (folders searched recursively, sorted) that no
+    ``exclude`` glob matches (:func:`is_excluded`), and the paths that do not exist."""
     found: list[Path] = []
     missing: list[str] = []
     for p in paths:
@@ -64,7 +65,29 @@ def find_luma_files(paths: list[str]) -> tuple[list[Path], list[str]]:
             found.append(path)
         else:
             missing.append(p)
+    if exclude:
+        found = [f for f in found if not is_excluded(f, exclude)]
     return found, missing
+
+
+def is_excluded(path: Path, patterns: Sequence[str]) -> bool:
+    """Whether a glob of ``patterns`` matches the file's path, the path of a folder it is in, or
+    the name of either — as written and relative to the working folder. ``*`` also matches
+    ``/``; a leading ``./`` and a trailing ``/`` of a pattern are ignored."""
+    from fnmatch import fnmatchcase
+
+    globs = [g.removeprefix("./").rstrip("/") or "." for g in patterns]
+    forms = [path]
+    try:
+        forms.append(path.resolve().relative_to(Path.cwd().resolve()))
+    except (OSError, ValueError):
+        pass  # outside the working folder: only the path as written
+    candidates: set[str] = set()
+    for form in forms:
+        parts = form.parts
+        candidates.update(parts)
+        candidates.update(Path(*parts[:i]).as_posix() for i in range(1, len(parts) + 1))
+    return any(fnmatchcase(c, g) for c in candidates for g in globs)
 
 
 # A pool of worker processes costs some 50-70 ms of CPU to start (importing multiprocessing,
@@ -113,9 +136,24 @@ def _check_one(task: tuple[Path, bool]) -> tuple[Path, CheckedFile | OSError]:
         checked = check_file(path)
     except OSError as exc:
         return path, exc
+    except Exception as exc:  # a bug in Luma: it is this file's diagnostic, the others go on
+        if os.environ.get("LUMA_DEBUG"):
+            raise
+        checked = _not_checked(path, exc)
     if not keep:
         checked.program = None
     return path, checked
+
+
+def _not_checked(path: Path, exc: Exception) -> CheckedFile:
+    """The result for a file the front end failed on: one located error that says so."""
+    from luma.syntax.source import Span
+
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    return CheckedFile(SourceFile(str(path), text), None, [Diagnostic(
+        "error", "INTERNAL_ERROR", f"Luma could not check this file: internal error "
+        f"({type(exc).__name__}: {exc}).", Span(str(path), 0, 0),
+        "this is a bug in Luma, not in the file; set LUMA_DEBUG=1 to see the traceback")])
 
 
 def _idle_cpus() -> int:

@@ -30,7 +30,11 @@ def test_the_quickstart_runs_offline_with_no_key(tmp_path):
     code, out, err = run(EXAMPLES / "quickstart.luma",
                          tool_modules=[str(EXAMPLES / "quickstart_tools.py")], trace=str(trace))
     assert code == 0, err
-    assert json.loads(out) == {"summary": "summary", "words": 1, "sum": 1.0}
+    # The offline model calls text_stats on the prompt's text and calculate on its numbers
+    # (20 and 22), then answers with what they returned: 5 words, and 42 as the "result" that
+    # the description of `sum` asks for.
+    assert json.loads(out) == {"summary": "Luma keeps tool contracts typed", "words": 5,
+                               "sum": 42.0}
     assert "warning[OFFLINE_MODEL] No model is configured" in err
     events = [json.loads(line) for line in trace.read_text().splitlines()]
     native = [(e["tool"], e["call_id"]) for e in events

@@ -181,3 +181,18 @@ def test_deeply_nested_loops_are_checked_in_linear_time() -> None:
     _, diagnostics = _check(body)
     assert time.perf_counter() - start < 2.0
     assert diagnostics == []
+
+
+def test_a_tool_result_of_another_schema_says_which_field_differs() -> None:
+    head = ("schema Other { x: string }\nschema Wide { words: int, characters: int, "
+            "note: string }\nschema Count { words: string, characters: int }\n")
+    cases = [
+        ("Other", "Stats has the field 'words', which Other does not declare"),
+        ("Wide", "Wide requires the field 'note', which Stats does not have"),
+        ("Count", "the field 'words' is int in Stats but string in Count"),
+    ]
+    for target, hint in cases:
+        text, d = _one(f"{head}y: {target} = tool text_stats({{ text: \"a b\" }})\n", "E034")
+        assert d.message == f"Invalid value for variable 'y': expected {target}, got Stats."
+        assert d.hint == hint
+        assert _covered(text, d) == 'tool text_stats({ text: "a b" })'

@@ -9,10 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from luma.models.dialects import (StrictSchemaError, anthropic_schema, drop_strict_nulls,
-                                  gemini_schema, openai_schema, openai_strict_schema)
+                                  gemini_recursive_required, gemini_schema, openai_schema,
+                                  openai_strict_schema)
 from luma.schema.compile import SchemaCompiler
 from luma.syntax.parse import parse_text
-from providers.gemini_fake import schema_violations as gemini_violations
+from providers.gemini_fake import json_schema_violations as gemini_json_violations
 from providers.openai_fake import strict_violations
 
 PROGRAM = """
@@ -87,13 +88,15 @@ def test_openai_strict_moves_unsupported_keywords_into_the_description():
     assert "x-luma" not in json.dumps(out)
 
 
-def test_openai_strict_turns_tagged_unions_into_anyof_with_const_tags():
+def test_openai_strict_turns_tagged_unions_into_anyof_with_typed_one_value_enum_tags():
     out = openai_strict_schema(schema("Order"))
     document = out["$defs"]["Document"]
     assert "oneOf" not in document and "type" not in document
     members = document["anyOf"]
-    assert [m["properties"]["kind"] for m in members] == [{"const": "Invoice"},
-                                                          {"const": "Receipt"}]
+    # strict mode wants a type on every schema: the tag's const is a typed one-value enum
+    assert [m["properties"]["kind"] for m in members] == [
+        {"type": "string", "enum": ["Invoice"]}, {"type": "string", "enum": ["Receipt"]}]
+    assert "const" not in json.dumps(out)
     assert out["$defs"]["Address"]["properties"]["zip"]["type"] == ["string", "null"]
     assert out["$defs"]["Address"]["properties"]["zip"]["pattern"] == "^(?:[0-9]{5})$"
     assert strict_violations(out) == []
@@ -158,37 +161,47 @@ def test_anthropic_is_standard_json_schema_without_title_and_schema_keys():
 
 
 # ------------------------------------------------------------------------------- Gemini
-def test_gemini_inlines_refs_and_drops_what_it_cannot_take():
+def test_gemini_takes_json_schema_with_refs_and_closed_objects():
     out = gemini_schema(schema("Order"))
+    assert gemini_json_violations(out, "schema") == []
     text = json.dumps(out)
-    for word in ("$ref", "$defs", "additionalProperties", "const", "oneOf", "x-luma", "$schema",
-                 "examples"):
+    for word in ("const", "oneOf", "x-luma", "$schema", "examples", "minLength", "pattern"):
         assert word not in text
-    assert gemini_violations(out, "schema") == []
     props = out["properties"]
-    assert props["ship_to"]["properties"]["street"] == {"type": "string"}
-    assert props["ship_to"]["description"] == "Where it goes"
-    members = props["document"]["anyOf"]
-    assert members[0]["properties"]["kind"] == {"enum": ["Invoice"], "type": "string"}
+    assert out["additionalProperties"] is False and out["$defs"]["Address"]["required"] == [
+        "street"]
+    assert props["document"] == {"$ref": "#/$defs/Document"}
+    # a $ref stands alone: what was said beside it moves to a one-member anyOf
+    assert props["ship_to"] == {"anyOf": [{"$ref": "#/$defs/Address"}],
+                                "description": "Where it goes"}
+    members = out["$defs"]["Document"]["anyOf"]
+    assert "type" not in out["$defs"]["Document"]
+    assert members[0]["properties"]["kind"] == {"type": "string", "enum": ["Invoice"]}
     assert members[1]["properties"]["reference"] == {"type": "string",
                                                      "description": "Format: uuid."}
     assert props["placed"]["format"] == "date-time"
     assert props["site"]["description"] == "Format: uri."
-    assert props["id"]["example"] == "o-100"
-    assert "note" not in out["required"]
+    assert props["id"]["description"] == 'Order id, e.g. o-100 (example: "o-100")'
+    assert props["note"]["description"] == "At least 0 characters; at most 500 characters."
+    assert "zip" in out["$defs"]["Address"]["properties"]
+    assert out["$defs"]["Address"]["properties"]["zip"]["description"] == \
+        "Must match the regular expression ^(?:[0-9]{5})$."
 
 
-def test_gemini_describes_maps_and_cuts_recursion():
+def test_gemini_keeps_maps_and_makes_required_recursion_optional():
     counts = gemini_schema(schema("Counts"))
-    assert counts["properties"]["by_status"] == {
-        "type": "object",
-        "description": "An object whose keys are strings and whose values are of type integer."}
-    node = gemini_schema(schema("Node"))
-    inner = node["properties"]["children"]["items"]
-    assert inner["properties"]["name"] == {"type": "string"}
-    assert inner["properties"]["children"]["items"] == {
-        "description": "A Node value, with the same shape as the enclosing Node"}
-    assert gemini_violations(node, "schema") == []
+    assert counts["properties"]["by_status"] == {"type": "object",
+                                                 "additionalProperties": {"type": "integer"}}
+    # Node.children is required and leads back to Node: Gemini takes that only when optional
+    neutral = schema("Node")
+    assert gemini_recursive_required(neutral) == [("Node", "children")]
+    node = gemini_schema(neutral)
+    assert node["$defs"]["Node"]["required"] == ["name"]
+    assert node["$defs"]["Node"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+    assert node["required"] == ["name", "children"]   # the root is not part of the cycle
+    assert gemini_json_violations(node, "schema") == []
+    assert neutral["$defs"]["Node"]["required"] == ["name", "children"]  # not changed
+    assert gemini_recursive_required(schema("Order")) == []
 
 
 # ---------------------------------------------- property: every dialect's rules always hold
@@ -249,8 +262,7 @@ def test_every_dialect_output_obeys_its_rules(neutral):
     anthropic = anthropic_schema(neutral)
     assert "x-luma" not in json.dumps(anthropic) and "$schema" not in anthropic
     gemini = gemini_schema(neutral)
-    assert gemini_violations(gemini, "schema") == []
-    assert "$ref" not in json.dumps(gemini)
+    assert gemini_json_violations(gemini, "schema") == []
     assert json.dumps(neutral, sort_keys=True) == before  # the neutral schema is not changed
 
 
@@ -272,3 +284,50 @@ def test_fields_named_like_keywords_are_kept_by_every_dialect():
     assert list(gemini_schema(neutral)["properties"]) == fields
     strict = openai_strict_schema(neutral)
     assert list(strict["properties"]) == fields and strict["required"] == fields
+
+
+# ------------------------------------------------------------- OpenAI strict mode's size limits
+def _standalone(source: str, name: str) -> dict:
+    program, diagnostics = parse_text(source, "limits.luma")
+    assert program is not None and not diagnostics, diagnostics
+    return SchemaCompiler(program).standalone(name)
+
+
+def _nested(levels: int) -> dict:
+    source = "".join(f"schema S{i} {{ inner: S{i + 1} }}\n" for i in range(levels - 1))
+    return _standalone(source + f"schema S{levels - 1} {{ leaf: string }}\n", "S0")
+
+
+def _enum(count: int, width: int = 3) -> dict:
+    values = ", ".join(f'"{str(i).zfill(width)}"' for i in range(count))
+    return _standalone(f"schema E {{ e: enum[{values}] }}", "E")
+
+
+@pytest.mark.parametrize("neutral, reason", [
+    (_nested(11), "objects nest 11 levels deep (strict mode allows 10)"),
+    (_enum(1001, 4), "it has 1001 enum values (strict mode allows 1000)"),
+    (_enum(251, 60), "an enum of 251 values has 15060 characters in its values (strict mode "
+                     "allows 15000 beyond 250 values)"),
+])
+def test_a_schema_past_openais_strict_limits_is_sent_without_strict(neutral, reason):
+    with pytest.raises(StrictSchemaError) as info:
+        openai_strict_schema(neutral)
+    assert info.value.reason == reason
+    out, strict = openai_schema(neutral, None)
+    assert strict is False
+    with pytest.raises(StrictSchemaError):
+        openai_schema(neutral, True)
+
+
+def test_a_schema_at_openais_strict_limits_stays_strict():
+    for neutral in (_nested(10), _enum(1000, 4), _enum(250, 60)):
+        out, strict = openai_schema(neutral, None)
+        assert strict is True and strict_violations(out) == []
+
+
+def test_the_openai_fake_rejects_what_the_limits_reject():
+    # the fake checks the strict form on its own; a schema past a limit breaks its rules too
+    deep = openai_schema(_nested(10), True)[0]
+    deeper = {"type": "object", "properties": {"wrap": deep}, "required": ["wrap"],
+              "additionalProperties": False, "$defs": deep.pop("$defs")}
+    assert strict_violations(deeper) == ["#: 11 levels of nesting exceeds the limit of 10"]

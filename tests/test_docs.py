@@ -7,7 +7,7 @@
    every expectation met, message text included.
 2. A fenced block whose info string names a file (```luma file=examples/cookbook/x.luma) shows
    that file exactly.
-3. Every ```console block in the user docs is a transcript: each ``$ luma ...`` command runs
+3. Every ```console block in the user docs and README.md is a transcript: each ``$ luma ...`` command runs
    (as ``python -m luma`` from the repository root, stdin not a terminal, stderr and stdout
    merged as a terminal shows them) and its output must be the lines below it. A line ``...``
    stands for any number of lines. ``$ echo $?`` shows the exit code of the command before it;
@@ -202,7 +202,8 @@ def _trimmed(lines: list[str]) -> list[str]:
     return lines
 
 
-@pytest.mark.parametrize("block", _blocks_of("console", _user_docs()), ids=lambda b: b.id)
+@pytest.mark.parametrize("block", _blocks_of("console", [*_user_docs(), ROOT / "README.md"]),
+                         ids=lambda b: b.id)
 def test_transcript_shows_what_luma_prints(block: Block) -> None:
     last_code: int | None = None
     for step in _steps(block):

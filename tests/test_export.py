@@ -105,10 +105,10 @@ def test_openai_declarations_are_strict_where_the_schema_allows():
 def test_gemini_and_anthropic_shapes():
     gemini = {d["name"]: d for d in export_tool_declarations(program(), "gemini")}
     assert gemini["billing"] == {"name": "billing", "description": "Charge.",
-                                 "parameters": {"type": "object", "properties": {
+                                 "parametersJsonSchema": {"type": "object", "properties": {
                                      "amount": {"type": "number", "minimum": 0,
                                                 "maximum": 100}},
-                                     "required": ["amount"]}}
+                                     "required": ["amount"], "additionalProperties": False}}
     anthropic = {d["name"]: d for d in export_tool_declarations(program(), "anthropic")}
     assert anthropic["billing"]["input_schema"] == {
         "type": "object", "properties": {"amount": {"type": "number", "minimum": 0,

@@ -184,7 +184,9 @@ def test_refusal_stop_reason_is_a_model_refusal():
         with pytest.raises(LumaError) as info:
             turn(p, ChatRequest(p.settings, (user("x"),)))
     assert info.value.code == "MODEL_REFUSAL"
-    assert info.value.message == "Model 'Main' refused to answer: I won't do that."
+    # the text before a refusal stop is partial output, not the reason
+    assert info.value.message == ("Model 'Main' refused to answer: Anthropic stopped the answer "
+                                  "(stop_reason: refusal).")
 
 
 def test_429_with_retry_after_is_waited_for_then_succeeds():

@@ -33,7 +33,7 @@ def turn(p: GeminiProvider, request: ChatRequest):
 def test_two_function_calls_then_function_responses():
     with gemini_fake.server() as server:
         server.reply(response([call("calculate", {"a": 2, "b": 3, "operation": "add"},
-                                    signature="sig-1"),
+                                    signature="c2lnLTE="),  # base64, as the API sends it
                                call("text_stats", {"text": "hi there"})]))
         server.reply(response([text("done")]))
         p = provider(server)
@@ -65,7 +65,11 @@ def test_two_function_calls_then_function_responses():
     assert sent["toolConfig"] == {"functionCallingConfig": {"mode": "AUTO"}}
     declarations = sent["tools"][0]["functionDeclarations"]
     assert [d["name"] for d in declarations] == ["calculate", "text_stats"]
-    assert "additionalProperties" not in json.dumps(declarations)
+    # the parameters go as JSON Schema, which keeps the closed objects
+    assert "parameters" not in declarations[0]
+    assert declarations[0]["parametersJsonSchema"]["additionalProperties"] is False
+    assert declarations[0]["parametersJsonSchema"]["properties"]["operation"] == {
+        "type": "string", "enum": ["add", "multiply"], "description": "The operation to perform"}
     assert "db" not in json.dumps(declarations)
 
     second = server.requests[1].body["contents"]
@@ -73,7 +77,7 @@ def test_two_function_calls_then_function_responses():
     assert second[1]["parts"][0] == {"functionCall": {"name": "calculate",
                                                       "args": {"a": 2, "b": 3,
                                                                "operation": "add"}},
-                                     "thoughtSignature": "sig-1"}
+                                     "thoughtSignature": "c2lnLTE="}
     assert second[2] == {"role": "user", "parts": [
         {"functionResponse": {"name": "calculate", "response": {"output": {"result": 5}}}},
         {"functionResponse": {"name": "text_stats",
@@ -114,7 +118,7 @@ def test_forced_tool_maps_to_mode_any_with_allowed_function_names():
         "functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["calculate"]}}
 
 
-def test_structured_answer_without_tools_uses_response_schema():
+def test_structured_answer_without_tools_uses_the_response_json_schema():
     answer = {"summary": "Five.", "total": 5}
     with gemini_fake.server() as server:
         server.reply(response([text(json.dumps(answer))]))
@@ -123,8 +127,11 @@ def test_structured_answer_without_tools_uses_response_schema():
     assert json.loads(r.content) == answer
     generation = server.requests[0].body["generationConfig"]
     assert generation["responseMimeType"] == "application/json"
-    assert generation["responseSchema"]["required"] == ["summary", "total"]
-    assert "maxLength" in generation["responseSchema"]["properties"]["note"]
+    assert "responseSchema" not in generation
+    assert generation["responseJsonSchema"]["required"] == ["summary", "total"]
+    # Gemini's JSON Schema has no string lengths: they are said in words
+    assert generation["responseJsonSchema"]["properties"]["note"] == {
+        "type": "string", "description": "At least 0 characters; at most 500 characters."}
     assert (generation["temperature"], generation["maxOutputTokens"]) == (0, 300)
     assert "tools" not in server.requests[0].body
 

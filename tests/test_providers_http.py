@@ -119,7 +119,7 @@ def test_error_excerpt_is_short_one_line_and_without_secrets():
     body = b'{"error": {"message": "bad\\n  key sk-secret-1234 and ' + b"y" * 500 + b'"}}'
     text = error_excerpt(body, ["sk-secret-1234"])
     assert "\n" not in text and "sk-secret" not in text and len(text) == 200
-    assert text.startswith("bad key [redacted] and yyy")
+    assert text.startswith("bad key [secret] and yyy")
     assert error_excerpt(b"") == "(empty body)"
 
 
@@ -141,3 +141,15 @@ def test_a_base_url_without_a_scheme_is_a_config_error_at_once():
     assert info.value.code == "MODEL_CONFIG"
     assert info.value.message == ("Model 'Main' has a base_url that is not an http(s) URL: "
                                   "api.example.test/v1/chat/completions")
+
+
+def test_a_key_an_http_header_cannot_carry_is_an_auth_error_that_never_shows_it():
+    key = "sk-pässwörd-0123"
+    with openai_fake.server() as server:
+        s = settings("openai", server.base_url + "/v1")
+        with pytest.raises(LumaError) as info:
+            complete(s, ModelHttp(), env={"OPENAI_API_KEY": key})
+    assert server.requests == []
+    assert info.value.code == "MODEL_AUTH"
+    assert info.value.message == ("Model 'Main': the API key in OPENAI_API_KEY holds a character "
+                                  "an HTTP header cannot carry (only ASCII is allowed).")

@@ -42,3 +42,21 @@ def test_a_missing_credential_is_named_but_never_shown(tmp_path: Path) -> None:
     assert r.stderr.splitlines()[0] == (
         "error[TOOL_PERMISSION_DENIED]: Tool 'db_write' is missing credential: SECRET_DB_PASSWORD.")
     assert SECRETS["SECRET_DB_USER"] not in r.stderr + r.stdout
+
+
+PRINTING = Path(__file__).parent / "secrets" / "printing"
+
+
+def test_what_a_handler_prints_or_logs_is_scrubbed_too() -> None:
+    credential, password = 'cr"ed\\entiäl-99', "pa'ss\"wörd-11"
+    env = {**os.environ, "PRINT_CREDENTIAL": credential, "PRINT_VAULT_PASSWORD": password}
+    r = luma(str(PRINTING / "prog.luma"), "--tool-module", str(PRINTING / "tools.py"), env=env)
+    assert r.code == 0, r.stderr
+    # the result, then the handler's print on stdout; its import-time print, print to stderr
+    # and a logging call on stderr
+    assert r.stdout == "connecting with '[secret]'\n{\n  \"ok\": true\n}\n"
+    assert r.stderr.splitlines()[-3:] == [
+        "loading with [secret]", "credential [secret]",
+        "vault {'vault': {'password': '[secret]'}}"]
+    for secret in (credential, password, repr(credential)[1:-1], repr(password)[1:-1]):
+        assert secret not in r.stdout + r.stderr

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from luma.check.checker import check_program
+from luma.models.seen import Seen
 from luma.models.synthesize import string_for_pattern, synthesize
 from luma.schema.compile import SchemaCompiler
 from luma.schema.formats import FORMAT_CHECKS
@@ -243,3 +244,103 @@ def test_a_synthesized_value_always_validates(case):
     value = synthesize(schema)
     assert validate(schema, value) == [], (text, value)
     assert synthesize(schema) == value    # the same every time
+
+
+# -------------------------------------------------------------------- what the model saw
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6)
+    | st.floats(allow_nan=False, allow_infinity=False, width=32) | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(IDENT, inner, max_size=3),
+    max_leaves=8)
+
+
+@st.composite
+def conversations(draw: st.DrawFn, names: list[str]) -> Seen:
+    """Tool results and a prompt whose keys are mostly the program's own field names."""
+    keys = st.sampled_from(names) | IDENT if names else IDENT
+    results = [json.dumps(draw(st.dictionaries(keys, JSON_VALUES, max_size=4)))
+               for _ in range(draw(st.integers(0, 2)))]
+    lines = [f"{draw(keys)}: {draw(st.text(max_size=10) | st.integers().map(str))}"
+             for _ in range(draw(st.integers(0, 3)))]
+    lines.append(" ".join(str(draw(st.integers(-1000, 1000) | st.floats(-1e3, 1e3)))
+                          for _ in range(draw(st.integers(0, 4)))))
+    return Seen.of(results, "\n".join(lines))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs(), st.data())
+def test_a_value_made_from_what_was_seen_always_validates(case, data):
+    source, root = case
+    text = source + f'\ntool probe(v: {root}) -> S0 {{\n  description: "Probe."\n}}\n'
+    program, _ = parse_text(text, "p.luma")
+    assert program is not None
+    names = sorted({f.name for s in program.schemas for f in getattr(s, "fields", ())})
+    seen = data.draw(conversations(names))
+    schema = SchemaCompiler(program).standalone(program.tools[0].params[0].type)
+    wrapped = {"type": "object", "properties": {"v": schema}, "required": ["v"],
+               "additionalProperties": False, "$defs": schema.get("$defs", {})}
+    value = synthesize(wrapped, seen=seen)
+    assert validate(wrapped, value) == [], (text, seen, value)
+    assert synthesize(wrapped, seen=seen) == value    # the same every time
+
+
+def _answer(source: str, results: list[object], prompt: str) -> object:
+    seen = Seen.of([json.dumps(r) for r in results], prompt)
+    return synthesize(compiled(source), seen=seen)
+
+
+def test_a_field_takes_the_value_a_tool_returned_under_its_name():
+    source = "schema T { words: int, city: string, note?: string }"
+    assert _answer(source, [{"words": 7, "city": "Oslo", "note": "x"}], "") == {
+        "words": 7, "city": "Oslo"}
+
+
+def test_the_latest_tool_result_comes_first_and_nested_fields_count():
+    source = "schema T { words: int }"
+    assert _answer(source, [{"stats": {"words": 9}}, {"words": 3}], "") == {"words": 9}
+
+
+def test_a_value_of_the_wrong_type_or_out_of_range_is_not_taken():
+    source = "schema T { words: int @range(0, 10), city: string }"
+    assert _answer(source, [{"words": 11, "city": 5}, {"words": "many"}], "") == {
+        "words": 1, "city": "city"}
+
+
+def test_a_word_of_the_description_names_the_value():
+    source = 'schema T { sum: float @desc("The result of the addition") }'
+    assert _answer(source, [{"result": 42}], "") == {"sum": 42.0}
+
+
+def test_the_prompt_gives_labelled_values_interpolated_json_and_numbers_in_order():
+    source = "schema T { text: string, words: int, a: float, b: float, c: int }"
+    prompt = ('The text is: Luma keeps contracts\nStats: {"words": 3}.\n'
+              "Add 20 and 22.5, then 7.")
+    assert _answer(source, [], prompt) == {
+        "text": "Luma keeps contracts", "words": 3, "a": 20.0, "b": 22.5, "c": 7}
+
+
+def test_a_prompt_number_that_does_not_fit_is_left_for_another_field():
+    source = "schema T { n: int @range(10, 20), m: int }"
+    assert _answer(source, [], "Between 5 and 15") == {"n": 15, "m": 5}
+
+
+def test_tool_results_win_over_the_prompt():
+    source = "schema T { words: int }"
+    assert _answer(source, [{"words": 5}], "words: 2") == {"words": 5}
+
+
+def test_const_and_enum_still_decide():
+    source = 'schema T { status: enum["open", "done"], n: int @range(3, 3) }'
+    assert _answer(source, [{"status": "closed", "n": 4}], "9") == {"status": "open", "n": 3}
+
+
+def test_a_prompt_full_of_brackets_is_read_quickly():
+    import time
+
+    start = time.perf_counter()
+    seen = Seen.of([], "[" * 50_000 + ' {"words": 4} and 7')
+    assert time.perf_counter() - start < 2.0
+    # Only so many brackets are tried as the start of JSON; past them, numbers are numbers.
+    assert (seen.named, seen.numbers) == ({}, (4, 7))
+    assert Seen.of([], '[1, 2] {"words": 4} and 7').named == {"words": (4,)}

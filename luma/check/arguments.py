@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from luma.check.exprtypes import (
     BOOL, FLOAT, INT, NULL, OBJECT, STRING, UNKNOWN, Ty, describe, fits_kind, join,
-    list_of, resolve)
+    list_of, resolve, schema_difference)
 from luma.check.symbols import Symbols
 from luma.syntax import ast
 from luma.syntax.diagnostics import DiagnosticBag, Related, did_you_mean
@@ -117,7 +117,7 @@ class ArgumentChecker:
         """``expr`` (of static type ``ty``) given for ``param``, an input: soft rules are hard
         here. ``what`` names the parameter in messages (``parameter 'a' of tool 'calculate'``)."""
         self.check_value(expr, ty, param.type, param, is_input=True,
-                         invalid=lambda problem: f"Invalid value for {what}: {problem}.")
+                         invalid=lambda problem: sentence(f"Invalid value for {what}: {problem}"))
 
     def check_value(self, expr: ast.Expr, ty: Ty, te: ast.TypeExpr, field: ast.Field | None,
                     is_input: bool, invalid: Callable[[str], str]) -> None:
@@ -134,9 +134,15 @@ class ArgumentChecker:
                 self.bag.error("E034", invalid(problem), expr.span)
             return
         target = resolve(te, self.symbols)
-        if not fits_kind(ty, target):
-            problem = f"expected {describe(target)}, got {value_kind(ty)}"
-            self.bag.error("E034", invalid(problem), expr.span)
+        if not fits_kind(ty, target, self.symbols):
+            of_schema = ty.kind == "schema" or (ty.kind == "list" and ty.item is not None
+                                                and ty.item.kind == "schema")
+            got = describe(ty) if of_schema else value_kind(ty)
+            problem = f"expected {describe(target)}, got {got}"
+            hint = None
+            if ty.kind == target.kind == "schema":
+                hint = schema_difference(ty, target, self.symbols)
+            self.bag.error("E034", invalid(problem), expr.span, hint=hint)
 
     def _validate(self, te: ast.TypeExpr, field: ast.Field | None, value: Any,
                   is_input: bool) -> str | None:
@@ -159,6 +165,11 @@ class ArgumentChecker:
             return None  # a declaration the compiler could not express is reported there
         hard = [v for v in violations if not v.soft]
         return format_violations("", hard) if hard else None
+
+
+def sentence(text: str) -> str:
+    """``text`` ended as a sentence: a period unless it ends with one already, or with '?'."""
+    return text if text.endswith((".", "?", "!")) else text + "."
 
 
 def _named_types(te: ast.TypeExpr) -> list[ast.NamedType]:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from luma.check.arguments import ArgumentChecker
+from luma.check.arguments import ArgumentChecker, sentence
 from luma.check.calls import CallChecker
+from luma.check.provider_schemas import ProviderSchemaCheck
 from luma.check.exprtypes import (
     BOOL, FLOAT, INT, OBJECT, STRING, UNKNOWN, Ty, field_type, index_type,
     is_objectlike, join, kind_word, list_of, literal_type, path_text, resolve)
@@ -27,10 +28,12 @@ def check_bodies(program: ast.Program, symbols: Symbols, bag: DiagnosticBag) -> 
     """Report every problem in function bodies and top-level statements into ``bag``."""
     arguments = ArgumentChecker(program, symbols, bag)
     top_level = Scope.of_top_level(program.statements)
+    provider_schemas = ProviderSchemaCheck(program, bag)
     for agent in program.agents:
         for fn in agent.fns:
             checker = BodyChecker(Scope.of_fn(agent, fn), symbols, bag, arguments)
             checker.outer_names = frozenset(top_level.names)
+            checker.provider_schemas = provider_schemas
             checker.check_fn(fn)
     if program.statements:
         BodyChecker(top_level, symbols, bag, arguments).check_top_level(program.statements)
@@ -50,6 +53,7 @@ class BodyChecker:
         self.arguments = arguments
         self.calls = CallChecker(scope, symbols, bag, arguments)
         self.outer_names: frozenset[str] = frozenset()  # top-level variables, for hints
+        self.provider_schemas: ProviderSchemaCheck | None = None  # W006, for agents' asks
 
     # --------------------------------------------------------------------------- entry points
     def check_fn(self, fn: ast.FnDecl) -> None:
@@ -79,7 +83,7 @@ class BodyChecker:
 
     def _dead(self, stmts: Sequence[ast.Stmt]) -> None:
         """Check unreachable statements for everything but the flow (no W002 there)."""
-        dead = Flow(frozenset(self.scope.names), {})
+        dead = Flow.of(self.scope.names, {})
         for stmt in stmts:
             self.stmt(stmt, dead)
 
@@ -108,7 +112,8 @@ class BodyChecker:
             check_type(s.type, self.symbols, self.bag)
             self.arguments.check_value(
                 s.value, ty, s.type, None, is_input=False,
-                invalid=lambda problem: f"Invalid value for variable '{s.target}': {problem}.")
+                invalid=lambda problem: sentence(
+                    f"Invalid value for variable '{s.target}': {problem}"))
             ty = resolve(s.type, self.symbols)
         return flow.assign(s.target, ty)
 
@@ -158,7 +163,8 @@ class BodyChecker:
             return
         self.arguments.check_value(
             s.value, ty, fn.returns, None, is_input=False,
-            invalid=lambda problem: f"Invalid return value of function '{fn.name}': {problem}.")
+            invalid=lambda problem: sentence(
+                f"Invalid return value of function '{fn.name}': {problem}"))
 
     def _throw(self, s: ast.Throw, flow: Flow) -> None:
         value = s.value
@@ -360,6 +366,12 @@ class BodyChecker:
             self.bag.warning("W004", f"Agent '{agent.name}' has no model, so this ask uses the "
                              "default model.", e.span,
                              hint=f"add 'model: <name>' to agent '{agent.name}'")
+        elif self.provider_schemas is not None:
+            model = agent.entry("model")
+            declared = self.symbols.models.get(model.value.id) if model is not None and \
+                isinstance(model.value, ast.Name) else None
+            if declared is not None:
+                self.provider_schemas.check_ask(e, agent, declared)
         return resolve(e.type, self.symbols)
 
     # ---------------------------------------------------------------------------- narrowing

@@ -57,10 +57,16 @@ CODES: dict[str, str] = {
     "E043": "invalid enum type",
     "E044": "annotation given more than once",
     "E045": "schema with no finite value",
+    "E046": "needs context the config cannot provide",
+    # limits (luma/limits.py)
+    "E047": "nesting too deep",
+    "E048": "number literal out of range",
+    "E049": "pattern that can take exponential time",
     # warnings
     "W001": "tool offered to a model without a description",
     "W002": "variable may be unassigned",
     "W003": "unused declaration",
     "W004": "ask uses the default model",
     "W005": "unreachable or suspicious code",
+    "W006": "ask uses a type the model's provider cannot express",
 }

@@ -239,11 +239,14 @@ def literal_type(expr: ast.Literal) -> Ty:
     return FLOAT
 
 
-def fits_kind(value: Ty, target: Ty) -> bool:
+def fits_kind(value: Ty, target: Ty, symbols: Symbols | None = None,
+              _seen: frozenset[tuple[str, str]] = frozenset()) -> bool:
     """Whether a value of static type ``value`` may be a valid ``target`` as far as kinds go.
 
     Only a certain mismatch is ``False``: any unknown side, a float for an int (``3.0`` is
-    accepted) and an object for a schema (its fields are checked elsewhere) all fit.
+    accepted) and an object for a schema (its fields are checked elsewhere) all fit. With
+    ``symbols``, a value of one schema for another schema is compared field by field
+    (:func:`schema_difference`).
     """
     if not value.is_known or not target.is_known:
         return True
@@ -259,12 +262,44 @@ def fits_kind(value: Ty, target: Ty) -> bool:
     if t == "bool":
         return v == "bool"
     if t == "list":
-        return v == "list" and fits_kind(value.item or UNKNOWN, target.item or UNKNOWN)
+        return v == "list" and fits_kind(value.item or UNKNOWN, target.item or UNKNOWN, symbols, _seen)
     if t == "map":
         if v == "map":
-            return fits_kind(value.item or UNKNOWN, target.item or UNKNOWN)
+            return fits_kind(value.item or UNKNOWN, target.item or UNKNOWN, symbols, _seen)
         return is_objectlike(value)
     if t in ("object", "schema", "union"):
+        if symbols is not None and v == t == "schema":
+            return schema_difference(value, target, symbols, _seen) is None
         # schemas are structural: a value of another schema may still fit, at run time
         return is_objectlike(value)
     return True
+
+
+def _always_present(f: ast.Field) -> bool:
+    return not f.optional and f.annotation("default") is None
+
+
+def schema_difference(value: Ty, target: Ty, symbols: Symbols,
+                      _seen: frozenset[tuple[str, str]] = frozenset()) -> str | None:
+    """Why no value of the schema ``value`` is a valid ``target`` schema, or None when one may
+    be. Schemas are closed and structural: a value of ``CalcResult`` is a valid ``Other`` when
+    every field it always has is declared by ``Other`` with a fitting type, and it has every
+    field that ``Other`` requires."""
+    a, b = value.name or "", target.name or ""
+    if a == b or (a, b) in _seen or a not in symbols.schemas or b not in symbols.schemas:
+        return None
+    seen = _seen | {(a, b)}
+    fa, fb = _fields(symbols.schemas[a]), _fields(symbols.schemas[b])
+    for name, f in fa.items():
+        if _always_present(f) and name not in fb:
+            return f"{a} has the field '{name}', which {b} does not declare"
+    for name, f in fb.items():
+        if _always_present(f) and name not in fa:
+            return f"{b} requires the field '{name}', which {a} does not have"
+    for name, f in fa.items():
+        if name not in fb or not (_always_present(f) or _always_present(fb[name])):
+            continue  # a field the value may leave out cannot make it invalid
+        ta, tb = resolve(f.type, symbols), resolve(fb[name].type, symbols)
+        if not fits_kind(ta, tb, symbols, seen):
+            return f"the field '{name}' is {describe(ta)} in {a} but {describe(tb)} in {b}"
+    return None

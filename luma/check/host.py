@@ -1,7 +1,9 @@
-"""Checks against the host: does every tool of a program have a handler in its tool modules?
+"""Checks against the host: does every tool of a program have a handler in its tool modules,
+and can the config provide every context a tool ``needs``?
 
-The tool modules of a program are those listed in ``luma.config.json`` beside it (its
-``tool_modules`` key) followed by the ones given on the command line. Nothing is run except the
+A program's config is the one given (``luma check --config``) or else ``luma.config.json``
+beside it, as for a run. Its tool modules are the config's ``tool_modules`` (relative to the
+program's folder) followed by the ones given on the command line. Nothing is run except the
 modules' own import. A module is loaded once however many programs use it, and each of its
 problems is reported once.
 """
@@ -32,25 +34,52 @@ class _ConfigEntry:
     policy: Any = None  # the config's tool_module_policy
 
 
+@dataclass(frozen=True, slots=True)
+class _Config:
+    """A config file that a run would accept."""
+
+    path: Path
+    entries: list[tuple[str, str, Span, Any]]  # (written, key, span, manifest) per tool module
+    policy: Any  # its tool_module_policy
+    contexts: dict[str, dict[str, Any]]  # its tool_contexts: context → field → ContextField
+
+
 @dataclass(slots=True)
 class HostCheck:
-    """Reports missing handlers (E040), tool modules that cannot be loaded (E041) and a bad
-    config file (E042) for a series of programs."""
+    """Reports missing handlers (E040), tool modules that cannot be loaded (E041), a bad
+    config file (E042) and contexts the config cannot provide (E046) for a series of programs.
+    ``config``: the config of every program (``--config``); None: ``luma.config.json`` beside
+    each program, if there is one."""
 
     tool_modules: list[str] = field(default_factory=list)
+    config: Path | None = None
     _modules: dict[Path, ToolModule | None] = field(default_factory=dict)  # None: failed
-    _configs: dict[Path, list[_ConfigEntry] | None] = field(default_factory=dict)
+    _configs: dict[Path, _Config | None] = field(default_factory=dict)  # None: broken
     _reported: set[tuple[str, str, str, int]] = field(default_factory=set)
     _texts: dict[str, SourceFile] = field(default_factory=dict)
 
+    def config_of(self, program_path: str | Path) -> Path | None:
+        """The config file a run of the program would read, if any."""
+        if self.config is not None:
+            return self.config
+        beside = Path(program_path).parent / CONFIG_NAME
+        return beside if beside.is_file() else None
+
     def check(self, program: ast.Program, program_path: str | Path) -> list[Diagnostic]:
         """The host diagnostics of one program: none, and nothing imported, when it has no
-        tool modules."""
+        config and no tool modules."""
         out: list[Diagnostic] = []
-        config = Path(program_path).parent / CONFIG_NAME
-        configured = self._config_modules(config, out) if config.is_file() else []
-        if configured is None:
-            return out  # the config is broken (reported): which handlers exist is unknown
+        project = Path(program_path).resolve().parent
+        config_path = self.config_of(program_path)
+        configured: list[_ConfigEntry] = []
+        if config_path is not None:
+            config = self._config(config_path, out)
+            if config is None:
+                return out  # the config is broken (reported): which handlers exist is unknown
+            out += _context_problems(program, config)
+            configured = [_ConfigEntry(written, project / written, key, span, manifest,
+                                       config.policy)
+                          for written, key, span, manifest in config.entries]
         wanted: list[tuple[Path, _ConfigEntry | None]] = [(e.path, e) for e in configured]
         wanted += [(Path(p), None) for p in self.tool_modules]
         if not wanted:
@@ -64,7 +93,7 @@ class HostCheck:
             if path.resolve() in seen:
                 continue  # the same file named twice (config and command line) is loaded once
             seen.add(path.resolve())
-            loaded = self._load(path, where, out)
+            loaded = self._load(path, where, project, out)
             if loaded is None:
                 complete = False
                 continue
@@ -86,9 +115,9 @@ class HostCheck:
                          "module's luma_tools dict"))
         return out
 
-    def _load(self, path: Path, entry: _ConfigEntry | None,
+    def _load(self, path: Path, entry: _ConfigEntry | None, project: Path,
               out: list[Diagnostic]) -> ToolModule | None:
-        from luma.runtime.modules import ToolModuleError, load_tool_module
+        from luma.runtime.modules import ToolModuleError, load_tool_module, not_a_module_file
 
         key = path.resolve()
         if key in self._modules:
@@ -96,15 +125,18 @@ class HostCheck:
         module: ToolModule | None = None
         if entry is not None and not path.is_file():
             # Said where it was written: the config entry, with the path as written there.
-            self._report(out, "E041", f"Tool module '{entry.written}' ({entry.key}) does not "
-                         "exist.", entry.span,
-                         hint=f"tool_modules paths are relative to {CONFIG_NAME}'s folder")
+            missing = not_a_module_file(f"Tool module '{entry.written}' ({entry.key})", path,
+                                        entry.written)
+            beside = Path(entry.span.file).resolve().parent == project
+            self._report(out, "E041", missing.message, entry.span,
+                         hint=f"tool_modules paths are relative to {CONFIG_NAME}'s folder"
+                         if beside else "tool_modules paths are relative to the program's "
+                         "folder")
         elif entry is not None and entry.manifest is not None:
             # A module is loaded for a check as it would be for a run: the manifest's path,
             # version, integrity (before any of its code runs) and the sandbox policy apply.
             from luma.runtime.manifests import load_requested, resolve_manifest
 
-            project = Path(entry.span.file).resolve().parent  # the config's (program's) folder
             try:
                 request = resolve_manifest(entry.manifest, entry.key, project)
                 module = load_requested(request, project, entry.policy)
@@ -119,45 +151,38 @@ class HostCheck:
         self._modules[key] = module
         return module
 
-    def _config_modules(self, config: Path, out: list[Diagnostic]) -> list[_ConfigEntry] | None:
-        """The config's tool modules with the span of each entry, or None when the config is
-        unusable (reported once)."""
+    def _config(self, config: Path, out: list[Diagnostic]) -> _Config | None:
+        """The config's tool modules (with the span of each entry), policy and contexts, or
+        None when a run would refuse the config (reported once)."""
+        from luma.runtime.config import ConfigError, load_config
         from luma.runtime.modules import ToolModuleError, config_tool_modules
 
         key = config.resolve()
         if key in self._configs:
             return self._configs[key]
+        self._configs[key] = None
         try:
             entries = config_tool_modules(config)
         except ToolModuleError as exc:
-            self._configs[key] = None
             self._report(out, "E042", exc.message,
                          self._span_at(exc.path, exc.line, exc.column))
             return None
-        source = self._source(str(config))
-        manifests, policy = self._manifests(config, out) if entries else ([], None)
-        if manifests is None:
-            self._configs[key] = None
-            return None
-        result = [_ConfigEntry(e.written, e.path, e.key, self._entry_span(source, e.written),
-                               manifests[i] if i < len(manifests) else None, policy)
-                  for i, e in enumerate(entries)]
-        self._configs[key] = result
-        return result
-
-    def _manifests(self, config: Path, out: list[Diagnostic]) -> tuple[list[Any] | None, Any]:
-        """The config's manifests and policy, validated as a run validates them; a config a run
-        would refuse is reported (E042) and its modules are not loaded."""
-        from luma.runtime.config import ConfigError, load_config
-
         try:
             parsed = load_config(config)
         except ConfigError as exc:
-            self._report(out, "E042", f"{CONFIG_NAME}: {exc.messages[0]}",
+            self._report(out, "E042", f"{config.name}: {exc.messages[0]}",
                          self._span_at(str(config), 1),
                          hint="; ".join(exc.messages[1:]) or None)
-            return None, None
-        return parsed.module_manifests(), parsed.tool_module_policy
+            return None
+        source = self._source(str(config))
+        manifests = parsed.module_manifests()
+        result = _Config(
+            config,
+            [(e.written, e.key, self._entry_span(source, e.written),
+              manifests[i] if i < len(manifests) else None) for i, e in enumerate(entries)],
+            parsed.tool_module_policy, dict(parsed.tool_contexts))
+        self._configs[key] = result
+        return result
 
     def _report(self, out: list[Diagnostic], code: str, message: str, span: Span,
                 hint: str | None = None) -> None:
@@ -210,3 +235,66 @@ def _line_start(text: str, line: int) -> int:
             return len(text)
         offset = nxt + 1
     return offset
+
+
+# The parse kinds of a context field (RUNTIME.md §4) that can give a value of each static kind.
+_PARSES_FOR = {
+    "string": ("string", "json"),
+    "int": ("integer", "number", "json"),
+    "float": ("number", "integer", "json"),
+    "bool": ("boolean", "json"),
+}
+_PARSE_HINT = {"string": "string", "int": "integer", "float": "number", "bool": "boolean"}
+
+
+def _context_problems(program: ast.Program, config: _Config) -> list[Diagnostic]:
+    """E046 for each ``needs`` that no run with this config could resolve: a context that
+    ``tool_contexts`` does not configure, one without a field its schema requires, or a field
+    whose ``parse`` kind never gives the type the schema declares."""
+    from luma.check.exprtypes import describe, resolve
+    from luma.check.symbols import Symbols, collect_symbols
+    from luma.syntax.diagnostics import DiagnosticBag, did_you_mean
+
+    out: list[Diagnostic] = []
+    shown = config.path.name
+    symbols: Symbols | None = None
+    for tool in program.tools:
+        for need in tool.needs:
+            fields = config.contexts.get(need.name)
+            if fields is None:
+                hint = did_you_mean(need.name, list(config.contexts)) or (
+                    f'add "{need.name}" to tool_contexts in {shown}, with the environment '
+                    "variable of each field")
+                out.append(Diagnostic(
+                    "error", "E046", f"Tool '{tool.name}' needs context '{need.name}', which "
+                    f"tool_contexts of {shown} does not configure.", need.span, hint))
+                continue
+            if not isinstance(need.type, ast.NamedType):
+                continue
+            if symbols is None:
+                symbols = collect_symbols(program, DiagnosticBag())  # reported by the checker
+            schema = symbols.schemas.get(need.type.name)
+            if schema is None:
+                continue  # not an object schema: reported by the checker, if wrong
+            for f in schema.fields:
+                spec = fields.get(f.name)
+                if spec is None:
+                    if not f.optional and f.annotation("default") is None:
+                        out.append(Diagnostic(
+                            "error", "E046", f"Context '{need.name}' in tool_contexts of "
+                            f"{shown} has no field '{f.name}', which schema '{schema.name}' of "
+                            f"tool '{tool.name}' requires.", need.span,
+                            f'add "{f.name}": {{"env": "..."}} to tool_contexts.{need.name}'))
+                    continue
+                kind = resolve(f.type, symbols).kind
+                accepted = _PARSES_FOR.get(kind, ("json",) if kind != "unknown" else None)
+                if accepted is not None and spec.parse not in accepted:
+                    wanted = _PARSE_HINT.get(kind, "json")
+                    out.append(Diagnostic(
+                        "error", "E046", f"Field '{f.name}' of context '{need.name}' is read "
+                        f'with parse "{spec.parse}", which never gives the '
+                        f"{describe(resolve(f.type, symbols))} that schema '{schema.name}' "
+                        "declares.", need.span,
+                        f'set "parse": "{wanted}" for tool_contexts.{need.name}.{f.name} in '
+                        f"{shown}"))
+    return out

@@ -4,10 +4,12 @@ The file needs no ``from __future__ import annotations``: names used before thei
 (recursive schemas) are quoted one by one, so the ``TypedDict``s keep working at run time
 (``NotRequired`` is visible to ``__required_keys__``) under Python 3.11.
 
-A handler type is a union of three callable types, one per number of parameters the runtime may
-pass (input; input and signal; input, signal and needs), so ``def f(input)`` fits as well as
-``def f(input, signal, needs)``. mypy cannot infer a ``lambda``'s parameter types from a union of
-callables, so handlers are written as annotated functions.
+A handler type is a union of callback protocols, one per way the runtime may call a handler
+(``luma.runtime.handlers``): the input always first, by position; then the signal and the needs
+either by position (``def f(input, signal, needs)``, whatever the names) or by their names
+(``def f(input, needs)``, ``def f(input, needs, signal)``, ``def f(input, *, signal)``). A
+handler fits when it accepts one of those calls with its parameters' types. mypy cannot infer a
+``lambda``'s parameter types from a union, so handlers are written as annotated functions.
 """
 
 from __future__ import annotations
@@ -28,11 +30,25 @@ _PRIMITIVES = {"string": "str", "int": "int", "float": "float", "bool": "bool", 
 
 # Names the generated file itself uses; a schema or tool type with one of these names is renamed.
 _OWN_NAMES = frozenset({
-    "Any", "Awaitable", "Callable", "Literal", "Never", "NotRequired", "TypedDict", "TypeVar",
-    "Union", "Signal", "str", "int", "float", "bool", "list", "dict", "_I", "_O", "_N",
+    "Any", "Awaitable", "Callable", "Literal", "Never", "NotRequired", "Protocol", "TypedDict",
+    "TypeVar", "Union", "Signal", "str", "int", "float", "bool", "list", "dict", "_I", "_O",
+    "_N",
 })
 
-_TYPING_ORDER = ("Any", "Literal", "Never", "NotRequired", "TypedDict", "TypeVar", "Union")
+_TYPING_ORDER = ("Any", "Literal", "Never", "NotRequired", "Protocol", "TypedDict", "TypeVar",
+                 "Union")
+
+# The calls the runtime may make, after the input: (protocol suffix, parameters, what fits it).
+# ``/`` ends the positional-only parameters; after ``*`` they are passed by name.
+_CALL_SHAPES = (
+    ("Input", "input: _I, /", "f(input)"),
+    ("InputSignal", "input: _I, signal: Signal, /", "f(input, signal)"),
+    ("InputSignalNeeds", "input: _I, signal: Signal, needs: _N, /", "f(input, signal, needs)"),
+    ("InputNamedSignal", "input: _I, /, *, signal: Signal", "f(input, *, signal)"),
+    ("InputNamedNeeds", "input: _I, /, *, needs: _N", "f(input, needs)"),
+    ("InputNamedBoth", "input: _I, /, *, signal: Signal, needs: _N",
+     "f(input, needs, signal)"),
+)
 
 
 def generate_python(program: ast.Program, source_name: str) -> str:
@@ -41,7 +57,10 @@ def generate_python(program: ast.Program, source_name: str) -> str:
 
 
 def _reserved(name: str) -> bool:
-    return keyword.iskeyword(name) or name in _OWN_NAMES
+    # ``_ToolHandlerInput`` and the like are the protocols of the handler type.
+    protocol = name.startswith("_ToolHandler") and name.endswith(
+        tuple(suffix for suffix, _, _ in _CALL_SHAPES))
+    return keyword.iskeyword(name) or name in _OWN_NAMES or protocol
 
 
 def _class_field_ok(name: str) -> bool:
@@ -53,7 +72,7 @@ class _PythonWriter:
     def __init__(self, plan: TypePlan) -> None:
         self.plan = plan
         self.defined: set[str] = set()
-        self.typing: set[str] = {"TypedDict", "TypeVar", "Union"}
+        self.typing: set[str] = {"Protocol", "TypedDict", "TypeVar", "Union"}
 
     def render(self) -> str:
         plan = self.plan
@@ -80,7 +99,7 @@ class _PythonWriter:
     def _imports(self) -> str:
         names = ", ".join(n for n in _TYPING_ORDER if n in self.typing)
         return (
-            "from collections.abc import Awaitable, Callable\n"
+            "from collections.abc import Awaitable\n"
             f"from typing import {names}\n"
             "\n"
             "from luma import Signal\n"
@@ -89,18 +108,29 @@ class _PythonWriter:
     def _tool_handler(self) -> str:
         name = self.plan.tool_handler
         result = "Union[_O, Awaitable[_O]]"
+        protocols = []
+        members = ""
+        for suffix, params, fits in _CALL_SHAPES:
+            # Generic only in what it uses: mypy requires an unused variable to be covariant.
+            variables = "_I, _O, _N" if "_N" in params else "_I, _O"
+            members += f"    _{name}{suffix}[{variables}],\n"
+            protocols.append(
+                f"class _{name}{suffix}(Protocol[{variables}]):\n"
+                f'    """Fits {fits}."""\n'
+                "\n"
+                f"    def __call__(self, {params}) -> {result}: ...\n"
+            )
         return (
-            '_I = TypeVar("_I")\n'
-            '_O = TypeVar("_O")\n'
-            '_N = TypeVar("_N")\n'
-            "\n"
-            "# A handler takes the input and, if it wants them, the cancellation signal and the\n"
-            "# needs; it may be sync or async. The runtime passes only the parameters it accepts.\n"
-            f"{name} = Union[\n"
-            f"    Callable[[_I], {result}],\n"
-            f"    Callable[[_I, Signal], {result}],\n"
-            f"    Callable[[_I, Signal, _N], {result}],\n"
-            "]\n"
+            '_I = TypeVar("_I", contravariant=True)\n'
+            '_O = TypeVar("_O", covariant=True)\n'
+            '_N = TypeVar("_N", contravariant=True)\n'
+            "\n\n"
+            + "\n\n".join(protocols)
+            + "\n\n"
+            "# A handler takes the input first and, if it wants them, the cancellation signal and\n"
+            "# the needs, by position or by their names; it may be sync or async. The runtime\n"
+            "# passes only the parameters it accepts.\n"
+            f"{name} = Union[\n{members}]\n"
         )
 
     def _module(self) -> str:

@@ -9,14 +9,30 @@ Wire format (``POST {base}/v1/messages``, headers ``x-api-key`` and ``anthropic-
 - results go back in one user message of ``tool_result`` blocks (``tool_use_id``, ``content``,
   ``is_error`` for failures), in the model's order; consecutive messages of one role are merged,
   as the API wants user and assistant turns to alternate;
-- the structured final answer is a forced final-answer tool: it works on every Claude model and
-  next to the program's own tools; its input is the answer;
-- ``stop_reason`` ``refusal`` is a refusal; usage ``input_tokens``, ``output_tokens``,
-  ``cache_read_input_tokens``, ``cache_creation_input_tokens``.
+- the structured final answer is ``output_config.format`` (``{"type": "json_schema", schema}``,
+  the answer as the text) on the models that have structured outputs (Claude Haiku 4.5, Sonnet
+  4.5 and later, Opus 4.1 and later, the 5 family), when the schema fits its limits; else a
+  forced final-answer tool, whose input is the answer;
+- when the endpoint refuses ``output_config`` (a gateway without structured outputs), the
+  request is sent once more with the forced final-answer tool, and so are the later ones;
+- a forced ``tool_choice`` is not sent to the models that refuse it (Claude Fable and Mythos);
+  when the API refuses one (``Thinking may not be enabled when tool_choice forces tool use.``,
+  or a model that never takes one), the request is sent once more with ``auto``, and this model
+  gets ``auto`` from then on;
+- ``stop_reason`` ``refusal`` is a refusal, its reason from ``stop_details`` (never the partial
+  text); ``max_tokens`` and ``model_context_window_exceeded`` are a cut-off answer; usage
+  ``input_tokens``, ``output_tokens``, ``cache_read_input_tokens``,
+  ``cache_creation_input_tokens``.
+
+Which models have structured outputs and refuse forcing: facts from pydantic-ai
+``pydantic_ai_slim/pydantic_ai/profiles/anthropic.py`` at commit
+4fda38988f2939fa6ea9cdefcf120693e10ef491.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,6 +48,90 @@ ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
 ANTHROPIC_KEY_ENV = "ANTHROPIC_API_KEY"
 DEFAULT_MAX_TOKENS = 4096
+TRUNCATED_STOPS = {"max_tokens": "max_tokens", "model_context_window_exceeded": "context_window"}
+_CLAUDE_ID = re.compile(r"claude-([a-z]+)-([0-9]+)(?:-([0-9]{1,2})(?![0-9]))?")
+_NEVER_FORCED = ("claude-fable", "claude-mythos")
+# keywords structured outputs does not take; said in the description instead
+_UNSUPPORTED = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+                "minLength", "maxLength", "maxItems", "minProperties", "maxProperties",
+                "uniqueItems")
+
+
+def has_structured_outputs(model_id: str | None) -> bool:
+    """Whether the Claude model takes ``output_config.format`` (Haiku 4.5, Sonnet 4.5+, Opus
+    4.1+, every 5-family model and later)."""
+    found = _CLAUDE_ID.match((model_id or "").lower())
+    if found is None:
+        return False
+    family, major, minor = found.group(1), int(found.group(2)), int(found.group(3) or 0)
+    if major != 4:
+        return major > 4
+    return minor >= 5 or (family == "opus" and minor >= 1)
+
+
+def takes_forced_tool(model_id: str | None) -> bool:
+    """Claude Fable and Mythos refuse a forced ``tool_choice`` outright."""
+    return not (model_id or "").lower().startswith(_NEVER_FORCED)
+
+
+def output_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """The answer schema as structured outputs takes it, or None when it cannot (a recursive
+    schema, or an object open to more properties). Every object is closed; the keywords it
+    does not take are said in the description, and local validation still enforces them."""
+    source = anthropic_schema(schema)
+    defs = source.get("$defs")
+    if isinstance(defs, dict) and _recursive(defs):
+        return None
+    try:
+        closed: dict[str, Any] = _closed(source)
+    except ValueError:
+        return None
+    return closed
+
+
+def _closed(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_closed(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    words: list[str] = []
+    for key, value in node.items():
+        if key in _UNSUPPORTED or (key == "minItems" and value not in (0, 1)):
+            words.append(f"{key}: {json.dumps(value)}")
+        elif key in ("properties", "$defs"):
+            out[key] = {name: _closed(sub) for name, sub in value.items()}
+        elif key in ("items", "anyOf", "oneOf", "allOf", "not"):
+            out[key] = _closed(value)
+        else:
+            out[key] = value
+    if "oneOf" in out:
+        out["anyOf"] = out.pop("oneOf")   # structured outputs takes anyOf
+    if out.get("type") == "object" or "properties" in out:
+        extra = out.get("additionalProperties")
+        if extra is not False and (extra is not None or "properties" not in out):
+            raise ValueError("an open object")   # a map, `any` or a free-form object
+        out["additionalProperties"] = False
+    if words:
+        base = out.get("description")
+        said = "; ".join(words)
+        out["description"] = f"{base} ({said})" if isinstance(base, str) and base else said
+    return out
+
+
+def _recursive(defs: dict[str, Any]) -> bool:
+    refs = {name: set(re.findall(r'"#/\$defs/([^"]+)"', json.dumps(body)))
+            for name, body in defs.items()}
+
+    def reaches(start: str, seen: set[str]) -> bool:
+        for nxt in refs.get(start, ()):
+            if nxt == start or nxt in seen:
+                return True
+            if reaches(nxt, seen | {nxt}):
+                return True
+        return False
+
+    return any(reaches(name, {name}) for name in refs)
 
 
 def tool_declaration(spec: ToolSpec) -> dict[str, Any]:
@@ -49,6 +149,9 @@ class AnthropicProvider:
         self.http = http
         self.env = env
         require_model_id(settings)
+        # what this model takes, until the API says otherwise
+        self._forcing = takes_forced_tool(settings.model)
+        self._structured = has_structured_outputs(settings.model)
 
     def url(self) -> str:
         return f"{(self.settings.base_url or ANTHROPIC_BASE_URL).rstrip('/')}/v1/messages"
@@ -56,9 +159,19 @@ class AnthropicProvider:
     async def complete(self, request: ChatRequest) -> ChatResponse:
         key, key_env = api_key(self.settings, self.env, ANTHROPIC_KEY_ENV)
         endpoint = ModelEndpoint(self.settings, "Anthropic", key_env, (key,))
-        body, final = self.request_body(request)
         headers = {"x-api-key": key, "anthropic-version": ANTHROPIC_VERSION}
-        answer = await self.http.post_json(endpoint, self.url(), headers, body)
+        while True:
+            body, final = self.request_body(request)
+            try:
+                answer = await self.http.post_json(endpoint, self.url(), headers, body)
+                break
+            except LumaError as err:
+                if self._forcing and _forcing_refused(err, body):
+                    self._forcing = False   # thinking is on, or the model never takes one
+                elif self._structured and _structured_refused(err, body):
+                    self._structured = False    # an endpoint without structured outputs
+                else:
+                    raise
         return self.parse_response(endpoint, answer, final)
 
     async def aclose(self) -> None:
@@ -78,7 +191,10 @@ class AnthropicProvider:
         choice: dict[str, Any] | None = _tool_choice(request.tool_choice) if tools else None
         final = None
         fmt = request.response_format
-        if fmt is not None:
+        native = output_schema(fmt.schema) if fmt is not None and self._structured else None
+        if native is not None:
+            body["output_config"] = {"format": {"type": "json_schema", "schema": native}}
+        elif fmt is not None:
             final = final_answer_tool(request, fmt)
             tools.append({"name": final.name, "description": FINAL_ANSWER_DESCRIPTION,
                           "input_schema": anthropic_schema(final.schema)})
@@ -87,6 +203,8 @@ class AnthropicProvider:
         if tools:
             body["tools"] = tools
             assert choice is not None
+            if not self._forcing and choice["type"] in ("tool", "any"):
+                choice = {"type": "auto"}
             body["tool_choice"] = choice
         if s.temperature is not None:
             body["temperature"] = s.temperature
@@ -125,11 +243,42 @@ class AnthropicProvider:
                 raise bad_response(endpoint, f"content[{i}] has no type")
             # other block types (thinking, server tools) carry nothing Luma reads
         if stop == "refusal":
-            raise refusal(endpoint, "".join(texts) or None)
+            # the text streamed before the stop is partial output, not the reason
+            raise refusal(endpoint, _refusal_reason(body.get("stop_details")))
         content = answer if answer is not None else ("".join(texts) if texts else None)
         return ChatResponse(content=content, tool_calls=tuple(calls),
                             finish_reason=stop if isinstance(stop, str) else None,
-                            usage=_usage(body.get("usage")))
+                            usage=_usage(body.get("usage")),
+                            truncated=TRUNCATED_STOPS.get(stop) if isinstance(stop, str) else None)
+
+
+def _refusal_reason(details: Any) -> str:
+    """The refusal's reason from ``stop_details`` (``{"type": "refusal", "category",
+    "explanation"}``)."""
+    explanation = details.get("explanation") if isinstance(details, dict) else None
+    category = details.get("category") if isinstance(details, dict) else None
+    reason = explanation if isinstance(explanation, str) and explanation.strip() else \
+        "Anthropic stopped the answer (stop_reason: refusal)"
+    if isinstance(category, str) and category:
+        reason = f"{reason.rstrip('.')} (category: {category})"
+    return reason
+
+
+def _forcing_refused(err: LumaError, body: dict[str, Any]) -> bool:
+    """The API refused the forced ``tool_choice`` this request sent."""
+    choice = body.get("tool_choice")
+    return (err.code == "MODEL_HTTP_ERROR" and (err.details or {}).get("status") == 400
+            and isinstance(choice, dict) and choice.get("type") in ("tool", "any")
+            and "forces tool use" in err.message)
+
+
+def _structured_refused(err: LumaError, body: dict[str, Any]) -> bool:
+    """The endpoint refused the ``output_config.format`` this request sent (a gateway or a
+    platform that does not have structured outputs for the model)."""
+    text = err.message.lower()
+    return (err.code == "MODEL_HTTP_ERROR" and (err.details or {}).get("status") == 400
+            and "output_config" in body
+            and any(w in text for w in ("output_config", "output format", "structured output")))
 
 
 def _messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:

@@ -129,9 +129,15 @@ class AskEngine:
                 runtime.program, overrides=getattr(config, "models", None),
                 default_model=default_model,
                 config_default=getattr(config, "default_model", None),
-                base_dir=runtime.base_dir)
+                base_dir=runtime.base_dir,
+                config_name=getattr(config, "source", "luma.config.json"))
         except ModelConfigError as exc:
             raise StartError(exc.messages) from None
+        secrets = runtime.secrets
+        for model in self.models.models.values():  # every key the run may use, from the start
+            key_env = api_key_env(model)
+            if key_env is not None:
+                secrets.add(runtime.env.get(key_env, "").strip())
         self.wrap_provider = wrap_provider
         self._recording: Recording | None = None
         try:
@@ -141,8 +147,9 @@ class AskEngine:
             if record is not None or replay is not None:
                 from luma.models.recording import Recording
 
-                self._recording = (Recording.record_to(record) if record is not None
-                                   else Recording.replay_from(replay or ""))
+                self._recording = (Recording.record_to(record, secrets=secrets)
+                                   if record is not None
+                                   else Recording.replay_from(replay or "", secrets=secrets))
         except LumaError as exc:
             raise StartError([exc.message]) from None
         except OSError as exc:
@@ -176,7 +183,7 @@ class AskEngine:
         if not self._replaying:   # a replay answers from the recording: no key is needed
             key = require_api_key(settings, self.runtime.env)
             if key is not None:
-                self.runtime.telemetry.add_secret(key)
+                self.runtime.secrets.add(key)
         tools = self.visible_tools(agent)
         if using_tool is not None and using_tool not in tools.side_effects:
             raise self._cannot_force(agent, using_tool)
@@ -268,7 +275,7 @@ class AskEngine:
                 from luma.models.providers import make_provider
 
                 if self._http is None:
-                    self._http = ModelHttp(None, self._recording)
+                    self._http = ModelHttp(None, self._recording, secrets=self.runtime.secrets)
                 env: Mapping[str, str] = self.runtime.env
                 key_env = api_key_env(settings)
                 if self._replaying and key_env is not None and not env.get(key_env):
@@ -397,12 +404,17 @@ class _Flow:
         usage = response.usage
         telemetry.emit("ask.response", **common, tokens_in=usage.input_tokens,
                        tokens_out=usage.output_tokens, cached_tokens=usage.cached_tokens,
+                       reasoning_tokens=usage.reasoning_tokens,
                        latency_ms=_ms(started), finish_reason=response.finish_reason,
                        tool_calls=len(response.tool_calls),
-                       outcome="refusal" if response.refusal else "ok")
+                       outcome="refusal" if response.refusal else
+                       "MODEL_OUTPUT_TRUNCATED" if response.truncated else "ok")
+        if response.truncated:
+            raise self._truncated(response)
         if response.refusal:
+            reason = self.runtime.secrets.redact(response.refusal)  # before the cut
             raise LumaError("MODEL_REFUSAL", f"Model '{self.settings.name}' refused to answer: "
-                            f"{' '.join(response.refusal.split())[:200]}",
+                            f"{' '.join(reason.split())[:200]}",
                             details={"refusal": response.refusal})
         return response
 
@@ -465,6 +477,8 @@ class _Flow:
         except LumaError as err:
             return self._failure(call.name, arguments, err)
         text = value if isinstance(value, str) else compact_json(value)
+        # secrets out before the cut, which could leave half of one behind
+        text = self.runtime.secrets.redact(text)
         cap = self.conf.tool_result_max_chars
         if len(text) <= cap:
             return _Result(text)
@@ -545,6 +559,32 @@ class _Flow:
 
     def _type_text(self) -> str:
         return self.shape.name if self.shape.name != "answer" else "the requested type"
+
+    def _truncated(self, response: ChatResponse) -> LumaError:
+        """``MODEL_OUTPUT_TRUNCATED``: the answer stopped at the output limit. Not retried: the
+        same request with the same limit would stop at the same place."""
+        limit = self.settings.max_tokens
+        usage = response.usage
+        spent = ""
+        if usage.reasoning_tokens:
+            spent = (f" ({usage.reasoning_tokens} of its {usage.output_tokens} output tokens "
+                     "went to reasoning)")
+        if response.truncated == "context_window":
+            where = "the end of its context window"
+            advice = "shorten the prompt, or lower tool_result_max_chars"
+        elif limit is not None:
+            where = f"its output limit (max_tokens: {limit})"
+            advice = "raise max_tokens"
+        else:
+            where = "the provider's default output limit"
+            advice = "set max_tokens higher"
+        if spent and self.settings.provider in ("openai", "azure"):
+            advice += " or lower reasoning_effort"
+        return LumaError("MODEL_OUTPUT_TRUNCATED",
+                         f"Model '{self.settings.name}' stopped at {where} before its answer "
+                         f"to {self.where} was complete{spent}; {advice}.",
+                         details={"max_tokens": limit, "output_tokens": usage.output_tokens,
+                                  "finish_reason": response.finish_reason})
 
     def _tool_limit(self) -> LumaError:
         limit = self.conf.tool_rate_limit

@@ -30,6 +30,8 @@ class ModelSettings:
     timeout_ms: int = 60000
     max_retries: int = 2
     strict: bool | None = None
+    reasoning_effort: str | None = None   # openai / azure
+    reasoning: bool | None = None         # openai / azure: overrides the model-id rule
     call_tools: str | list[str] = "all"
     responses: str | None = None   # test provider: scripted turns file (resolved path)
 
@@ -90,6 +92,7 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int | None = None
+    reasoning_tokens: int | None = None   # the part of output_tokens spent reasoning
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +102,9 @@ class ChatResponse:
     finish_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
     refusal: str | None = None
+    # a cut-off answer: "max_tokens" (the output-token limit) or "context_window" (the model's
+    # context filled up); None for a whole answer
+    truncated: str | None = None
 
 
 class Provider(Protocol):

@@ -4,12 +4,14 @@
 keys). Each provider accepts a different subset of JSON Schema, so each gets one function here:
 
 - ``openai_schema``: OpenAI strict mode when it can be had (every object closed, every property
-  required, optional properties nullable, unsupported keywords moved into ``description``), else
-  plain JSON Schema with ``strict`` off.
+  required, optional properties nullable, a type on every node (a ``const`` becomes a typed
+  one-value ``enum``), unsupported keywords moved into ``description``, within the documented
+  size limits), else plain JSON Schema with ``strict`` off.
 - ``anthropic_schema``: standard JSON Schema with ``title`` and ``$schema`` removed.
-- ``gemini_schema``: the OpenAPI subset Gemini accepts (``$ref`` inlined, no
-  ``additionalProperties``, ``const`` as a one-value ``enum``, ``nullable`` instead of type lists,
-  unsupported formats described in words).
+- ``gemini_schema``: the JSON Schema subset of Gemini's ``responseJsonSchema`` and
+  ``parametersJsonSchema`` fields (``$ref``/``$defs`` and ``additionalProperties`` kept, ``const``
+  as a typed one-value ``enum``, a ``$ref`` alone in its node, other keywords in words, a
+  recursive field made optional because Gemini takes recursion only through optional fields).
 
 Every dialect drops the ``x-luma-*`` keys. Whatever a dialect leaves out of the wire is still
 enforced by Luma's local validation of the value that comes back.
@@ -39,13 +41,23 @@ _OPENAI_STRICT_KEYS = frozenset({
     "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems", "maxItems",
 })
 
-# Gemini's Schema object (OpenAPI 3.0 subset) as accepted by functionDeclarations.parameters and
-# generationConfig.responseSchema.
-GEMINI_FORMATS = frozenset({"date-time", "enum"})
+# OpenAI strict mode's documented size limits.
+OPENAI_MAX_PROPERTIES = 5000
+OPENAI_MAX_NESTING = 10
+OPENAI_MAX_ENUM_VALUES = 1000
+OPENAI_MAX_STRING_CHARS = 120_000       # property, definition and enum names, together
+OPENAI_LARGE_ENUM = 250                 # an enum longer than this ...
+OPENAI_LARGE_ENUM_CHARS = 15_000        # ... has at most this many characters in its values
+
+# Gemini's JSON-Schema fields (generationConfig.responseJsonSchema and
+# functionDeclarations[].parametersJsonSchema): the keywords the API documents as supported.
+# A $ref must be alone in its node (beside other $-keywords); a recursive reference is accepted
+# only inside a property that is not required.
+GEMINI_FORMATS = frozenset({"date-time"})
 _GEMINI_KEYS = frozenset({
-    "type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems",
-    "properties", "required", "minProperties", "maxProperties", "minLength", "maxLength",
-    "pattern", "example", "anyOf", "propertyOrdering", "default", "items", "minimum", "maximum",
+    "$id", "$defs", "$ref", "$anchor", "type", "format", "title", "description", "enum", "items",
+    "prefixItems", "minItems", "maxItems", "minimum", "maximum", "anyOf", "properties",
+    "additionalProperties", "required", "propertyOrdering",
 })
 
 
@@ -154,7 +166,73 @@ def openai_strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
     if defs:
         root["$defs"] = {name: _StrictOpenAI(defs).node(d, path=f"'{name}'")
                          for name, d in defs.items()}
+    _openai_limits(root)
     return root
+
+
+def _openai_limits(schema: dict[str, Any]) -> None:
+    """``StrictSchemaError`` when a strict schema passes one of OpenAI's documented limits."""
+    properties = enum_values = chars = 0
+    for node in _nodes(schema):
+        props = node.get("properties")
+        if isinstance(props, dict):
+            properties += len(props)
+            chars += sum(len(k) for k in props)
+        values = node.get("enum")
+        if isinstance(values, list):
+            enum_values += len(values)
+            text = sum(len(v) for v in values if isinstance(v, str))
+            chars += text
+            if len(values) > OPENAI_LARGE_ENUM and text > OPENAI_LARGE_ENUM_CHARS:
+                raise StrictSchemaError(
+                    f"an enum of {len(values)} values has {text} characters in its values "
+                    f"(strict mode allows {OPENAI_LARGE_ENUM_CHARS} beyond "
+                    f"{OPENAI_LARGE_ENUM} values)")
+    chars += sum(len(k) for k in schema.get("$defs", {}))
+    if properties > OPENAI_MAX_PROPERTIES:
+        raise StrictSchemaError(f"it has {properties} object properties (strict mode allows "
+                                f"{OPENAI_MAX_PROPERTIES})")
+    if enum_values > OPENAI_MAX_ENUM_VALUES:
+        raise StrictSchemaError(f"it has {enum_values} enum values (strict mode allows "
+                                f"{OPENAI_MAX_ENUM_VALUES})")
+    if chars > OPENAI_MAX_STRING_CHARS:
+        raise StrictSchemaError(f"its names and enum values have {chars} characters (strict "
+                                f"mode allows {OPENAI_MAX_STRING_CHARS})")
+    depth = _object_depth(schema, schema.get("$defs", {}), ())
+    if depth > OPENAI_MAX_NESTING:
+        raise StrictSchemaError(f"objects nest {depth} levels deep (strict mode allows "
+                                f"{OPENAI_MAX_NESTING})")
+
+
+def _nodes(schema: Any) -> list[dict[str, Any]]:
+    """Every schema node of a tree, ``$defs`` included (copies, for reading)."""
+    found: list[dict[str, Any]] = []
+
+    def visit(node: dict[str, Any]) -> dict[str, Any]:
+        found.append(node)
+        return node
+    _map_schema(schema, visit)
+    return found
+
+
+def _object_depth(node: Any, defs: dict[str, Any], expanding: tuple[str, ...]) -> int:
+    """How many objects nest inside one another, a ``$ref`` followed until it recurs."""
+    if not isinstance(node, dict):
+        return 0
+    name = _ref_name(node)
+    if name is not None:
+        if name in expanding:
+            return 0    # recursion is allowed; its depth is the model's to choose
+        return _object_depth(defs.get(name), defs, (*expanding, name))
+    children: list[Any] = []
+    for key in _ONE_SCHEMA:
+        children.append(node.get(key))
+    for key in _SCHEMA_LISTS:
+        children.extend(node.get(key) or [])
+    if isinstance(node.get("properties"), dict):
+        children.extend(node["properties"].values())
+    deepest = max((_object_depth(c, defs, expanding) for c in children), default=0)
+    return deepest + (1 if node.get("type") == "object" or "properties" in node else 0)
 
 
 class _StrictOpenAI:
@@ -180,7 +258,12 @@ class _StrictOpenAI:
             if root:
                 raise StrictSchemaError(f"{path} is a union at the top level")
             node["anyOf"] = [self.node(s, path=path) for s in node["anyOf"]]
-        elif not any(k in node for k in ("type", "enum", "const", "$ref")):
+        elif "const" in node:
+            # strict mode wants a type on every schema, and says a constant as a one-value enum
+            value = node.pop("const")
+            node.setdefault("type", json_type(value))
+            node["enum"] = [value]
+        elif not any(k in node for k in ("type", "enum", "$ref")):
             raise StrictSchemaError(f"{path} accepts any JSON value")
         if root and node.get("type") != "object":
             raise StrictSchemaError(f"{path} is not an object")
@@ -215,7 +298,7 @@ class _StrictOpenAI:
 def _nullable(node: dict[str, Any]) -> dict[str, Any]:
     """The same schema that also accepts ``null`` (how strict mode says "optional")."""
     node = dict(node)
-    if "$ref" in node or "const" in node:
+    if "$ref" in node:
         described = {k: node.pop(k) for k in ("description",) if k in node}
         return {"anyOf": [node, {"type": "null"}], **described}
     if "anyOf" in node:
@@ -295,82 +378,75 @@ def anthropic_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------- Gemini
 def gemini_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The subset of the schema that Gemini's ``Schema`` object accepts, ``$ref``s inlined."""
+    """The schema as Gemini's JSON-Schema fields take it (``responseJsonSchema``,
+    ``parametersJsonSchema``)."""
     source = strip_luma_keys(schema)
-    defs = source.pop("$defs", {}) if isinstance(source.get("$defs"), dict) else {}
-    return _GeminiDialect(defs).node(source, ())
+    out: dict[str, Any] = _map_schema(source, _gemini_node)
+    for owner, field in gemini_recursive_required(source):
+        node = out["$defs"][owner]
+        node["required"] = [k for k in node["required"] if k != field]
+        if not node["required"]:
+            del node["required"]
+    return out
 
 
-class _GeminiDialect:
-    def __init__(self, defs: dict[str, Any]) -> None:
-        self.defs = defs
-
-    def node(self, schema: Any, expanding: tuple[str, ...]) -> dict[str, Any]:
-        if not isinstance(schema, dict):
-            return {}
-        node = dict(schema)
-        name = _ref_name(node)
-        if name is not None:
-            siblings = {k: v for k, v in node.items() if k != "$ref"}
-            if name in expanding or name not in self.defs:
-                # a recursive reference cannot be inlined; the model gets it in words
-                return self.node({**siblings, "description": _gemini_recursive(name, siblings)},
-                                 expanding)
-            return self.node({**copy.deepcopy(self.defs[name]), **siblings}, (*expanding, name))
-
-        phrases: list[str] = []
-        if "const" in node:
-            node["enum"] = [node.pop("const")]
-            node.setdefault("type", _json_type(node["enum"][0]))
-        for key in ("oneOf", "allOf"):
-            if key in node:
-                node["anyOf"] = node.pop(key)
-        if "anyOf" in node:
-            node.pop("type", None)
-            node["anyOf"] = [self.node(s, expanding) for s in node["anyOf"]]
-        if isinstance(node.get("type"), list):
-            types = [t for t in node["type"] if t != "null"]
-            if len(types) < len(node["type"]):
-                node["nullable"] = True
-            node["type"] = types[0] if len(types) == 1 else node["type"]
-        extra = node.pop("additionalProperties", None)
-        if isinstance(extra, dict):
-            phrases.append("an object whose keys are strings and whose values are "
-                           + _gemini_words(self.node(extra, expanding)))
-        if isinstance(node.get("properties"), dict):
-            node["properties"] = {k: self.node(v, expanding)
-                                  for k, v in node["properties"].items()}
-            if not node["properties"]:
-                del node["properties"]  # Gemini rejects an OBJECT with empty properties
-        if not node.get("required") or "properties" not in node:
-            node.pop("required", None)
-        if isinstance(node.get("items"), dict):
-            node["items"] = self.node(node["items"], expanding)
-        if "examples" in node:
-            examples = node.pop("examples")
-            if isinstance(examples, list) and examples:
-                node["example"] = examples[0]
-        if "format" in node and node["format"] not in GEMINI_FORMATS:
-            phrases.append(_phrase("format", node.pop("format")))
-        for key in list(node):
-            if key not in _GEMINI_KEYS:
-                phrases.append(_phrase(key, node.pop(key)))
-        _describe(node, phrases)
-        return node
+def _gemini_node(schema: dict[str, Any]) -> dict[str, Any]:
+    node = dict(schema)
+    phrases: list[str] = []
+    if "const" in node:
+        value = node.pop("const")
+        node.setdefault("type", json_type(value))
+        node["enum"] = [value]
+    if "oneOf" in node:
+        node["anyOf"] = node.pop("oneOf")
+    if "anyOf" in node and node.get("type") == "object":
+        del node["type"]   # each member says its own type
+    if "format" in node and node["format"] not in GEMINI_FORMATS:
+        phrases.append(_phrase("format", node.pop("format")))
+    for key in list(node):
+        if key not in _GEMINI_KEYS:
+            value = node.pop(key)
+            if key != "default" or value is not None:
+                phrases.append(_phrase(key, value))
+    _describe(node, phrases)
+    if "$ref" in node and any(not k.startswith("$") for k in node):
+        # a $ref stands alone; what was said beside it moves to a one-member anyOf around it
+        ref = {k: v for k, v in node.items() if k.startswith("$")}
+        return {"anyOf": [ref], **{k: v for k, v in node.items() if not k.startswith("$")}}
+    return node
 
 
-def _gemini_recursive(name: str, siblings: dict[str, Any]) -> str:
-    base = siblings.get("description")
-    text = f"a {name} value, with the same shape as the enclosing {name}"
-    return f"{base} ({text})" if isinstance(base, str) and base else text[0].upper() + text[1:]
+def gemini_recursive_required(schema: dict[str, Any]) -> list[tuple[str, str]]:
+    """The required fields through which a definition refers back to itself, as (definition,
+    field). Gemini takes a recursive reference only inside a field that is not required, so
+    these go to it as optional (Luma's local validation still requires them)."""
+    defs = schema.get("$defs", {}) if isinstance(schema.get("$defs"), dict) else {}
+    found: list[tuple[str, str]] = []
+    for owner, node in defs.items():
+        if not isinstance(node, dict) or not isinstance(node.get("properties"), dict):
+            continue
+        for field in node.get("required", []):
+            sub = node["properties"].get(field)
+            if any(_reaches(defs, name, owner, ()) for name in _refs_in(sub)):
+                found.append((owner, field))
+    return found
 
 
-def _gemini_words(schema: dict[str, Any]) -> str:
-    t = schema.get("type")
-    return f"of type {t}" if isinstance(t, str) else "any JSON value"
+def _refs_in(schema: Any) -> list[str]:
+    return [name for node in _nodes(schema) if (name := _ref_name(node)) is not None]
 
 
-def _json_type(value: Any) -> str:
+def _reaches(defs: dict[str, Any], name: str, target: str, seen: tuple[str, ...]) -> bool:
+    """Whether definition ``name`` is, or leads back to, definition ``target``."""
+    if name == target:
+        return True
+    if name in seen or name not in defs:
+        return False
+    return any(_reaches(defs, n, target, (*seen, name)) for n in _refs_in(defs[name]))
+
+
+def json_type(value: Any) -> str:
+    """The JSON Schema type of a constant."""
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int):

@@ -71,15 +71,16 @@ def tool_specs(program: ast.Program, tools: Iterable[ast.ToolDecl],
 
 def visible_tools(program: ast.Program, agent: ast.AgentDecl,
                   env: Mapping[str, str]) -> list[ast.ToolDecl]:
-    """The agent's tools minus those the static policy would refuse anyway (a ``credential``
-    that is not set, a ``scope`` not in ``tool_scopes``, a write tool under ``deny_write``),
+    """The agent's tools minus those a non-interactive run would not offer its model (a
+    ``credential`` that is not set, a ``scope`` not in ``tool_scopes``, a write tool under
+    ``deny_write``, or under ``approval`` without being named in ``LUMA_APPROVED_TOOLS``),
     sorted by name. A model never learns that a tool it may not use exists."""
     from luma.runtime.engine import agent_tools
-    from luma.runtime.policy import static_refusal
+    from luma.runtime.policy import offer_refusal
 
     declared = {t.name: t for t in reversed(program.tools)}   # the first declaration wins
     visible = [declared[name] for name in dict.fromkeys(agent_tools(agent)) if name in declared]
-    return sorted((t for t in visible if static_refusal(t, agent, env) is None),
+    return sorted((t for t in visible if offer_refusal(t, agent, env, interactive=False) is None),
                   key=lambda t: t.name)
 
 

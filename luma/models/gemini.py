@@ -4,17 +4,19 @@ Wire format (``POST {base}/v1beta/models/{model}:generateContent``, header ``x-g
 
 - ``contents`` of ``{"role": "user" | "model", "parts": [...]}``; the system prompt in
   ``systemInstruction``; sampling in ``generationConfig``;
-- tools ``[{"functionDeclarations": [{name, description, parameters}]}]``;
+- tools ``[{"functionDeclarations": [{name, description, parametersJsonSchema}]}]``;
   ``toolConfig.functionCallingConfig`` mode ``AUTO`` / ``ANY`` / ``NONE``, with
   ``allowedFunctionNames`` to force one tool;
 - the model's calls are ``functionCall`` parts (``name``, ``args``, sometimes ``id``); results go
   back as ``functionResponse`` parts (``name``, ``response: {"output" | "error": …}``, ``id``),
   in one user turn, in the model's order;
 - the structured final answer is ``generationConfig.responseMimeType: application/json`` with
-  ``responseSchema`` when no tools are declared. Gemini 2.x refuses a JSON response type next to
-  function declarations, so with tools the answer is asked for as a forced final-answer function;
+  ``responseJsonSchema`` when no tools are declared. Gemini 2.x refuses a JSON response type next
+  to function declarations, so with tools the answer is asked for as a forced final-answer
+  function;
 - ``usageMetadata`` ``promptTokenCount``, ``candidatesTokenCount``, ``thoughtsTokenCount``,
-  ``cachedContentTokenCount``; a blocked prompt or a safety stop is a refusal.
+  ``cachedContentTokenCount``; a blocked prompt or a safety stop is a refusal; ``finishReason:
+  MAX_TOKENS`` (with or without parts) is a cut-off answer.
 
 Gemini 3 attaches a ``thoughtSignature`` to function-call parts and wants it back with the call
 in the next request: the provider remembers it by call id for the run.
@@ -42,14 +44,14 @@ REFUSAL_FINISH = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CON
 
 
 def tool_declaration(spec: ToolSpec) -> dict[str, Any]:
-    """One function declaration as Gemini receives it (no ``parameters`` for a tool without
-    parameters: Gemini refuses an object schema with no properties)."""
+    """One function declaration as Gemini receives it: the parameters in JSON Schema
+    (``parametersJsonSchema``), none for a tool without parameters."""
     declaration: dict[str, Any] = {"name": spec.name}
     if spec.description:
         declaration["description"] = spec.description
     parameters = gemini_schema(spec.parameters)
     if parameters.get("properties"):
-        declaration["parameters"] = parameters
+        declaration["parametersJsonSchema"] = parameters
     return declaration
 
 
@@ -92,12 +94,12 @@ class GeminiProvider:
         if fmt is not None and declarations:
             final = final_answer_tool(request, fmt)
             declarations.append({"name": final.name, "description": FINAL_ANSWER_DESCRIPTION,
-                                 "parameters": gemini_schema(final.schema)})
+                                 "parametersJsonSchema": gemini_schema(final.schema)})
             if config.get("allowedFunctionNames") is None:
                 config = {"mode": "ANY", "allowedFunctionNames": [final.name]}
         elif fmt is not None:
             generation["responseMimeType"] = "application/json"
-            generation["responseSchema"] = gemini_schema(fmt.schema)
+            generation["responseJsonSchema"] = gemini_schema(fmt.schema)
         if declarations:
             body["tools"] = [{"functionDeclarations": declarations}]
             body["toolConfig"] = {"functionCallingConfig": config}
@@ -186,7 +188,8 @@ class GeminiProvider:
         text = answer if answer is not None else ("".join(texts) if texts else None)
         return ChatResponse(content=text, tool_calls=tuple(calls),
                             finish_reason=finish if isinstance(finish, str) else None,
-                            usage=_usage(body.get("usageMetadata")))
+                            usage=_usage(body.get("usageMetadata")),
+                            truncated="max_tokens" if finish == "MAX_TOKENS" else None)
 
     def _synthetic_id(self) -> str:
         self._calls += 1
@@ -220,7 +223,8 @@ def _usage(raw: Any) -> Usage:
     if not isinstance(raw, dict):
         return Usage()
     cached = raw.get("cachedContentTokenCount")
+    thoughts = raw.get("thoughtsTokenCount")
     return Usage(input_tokens=as_int(raw.get("promptTokenCount")),
-                 output_tokens=as_int(raw.get("candidatesTokenCount"))
-                 + as_int(raw.get("thoughtsTokenCount")),
-                 cached_tokens=cached if isinstance(cached, int) else None)
+                 output_tokens=as_int(raw.get("candidatesTokenCount")) + as_int(thoughts),
+                 cached_tokens=cached if isinstance(cached, int) else None,
+                 reasoning_tokens=thoughts if isinstance(thoughts, int) else None)

@@ -27,6 +27,7 @@ import httpx
 
 from luma.models.base import ModelSettings
 from luma.runtime.errors import LumaError
+from luma.runtime.secrets import SecretRedactor
 
 if TYPE_CHECKING:
     from luma.models.recording import Recording
@@ -36,6 +37,8 @@ BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 8.0
 RETRY_AFTER_CAP_S = 60.0   # a longer Retry-After is not waited for: the error comes at once
 EXCERPT_CHARS = 200
+
+RefusalReader = Callable[[int, bytes], "str | None"]
 
 
 def new_http_client() -> httpx.AsyncClient:
@@ -68,12 +71,20 @@ def api_key(settings: ModelSettings, env: Mapping[str, str], default_env: str) -
     return value, name
 
 
-def redact(text: str, secrets: Sequence[str]) -> str:
-    """``text`` with every secret value replaced."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "[redacted]")
-    return text
+Secrets = SecretRedactor | Sequence[str]
+
+
+def redactor_of(secrets: Secrets) -> SecretRedactor:
+    if isinstance(secrets, SecretRedactor):
+        return secrets
+    redactor = SecretRedactor()
+    redactor.add_all(secrets)
+    return redactor
+
+
+def redact(text: str, secrets: Secrets) -> str:
+    """``text`` with every secret value replaced, in its raw and its escaped forms."""
+    return redactor_of(secrets).redact(text)
 
 
 def bad_response(endpoint: ModelEndpoint, what: str) -> LumaError:
@@ -85,7 +96,7 @@ def bad_response(endpoint: ModelEndpoint, what: str) -> LumaError:
 
 def refusal(endpoint: ModelEndpoint, text: str | None) -> LumaError:
     """``MODEL_REFUSAL``: the model declined to answer."""
-    reason = " ".join((text or "").split())
+    reason = " ".join(redact(text or "", endpoint.secrets).split())  # before the cut
     if len(reason) > EXCERPT_CHARS:
         reason = reason[:EXCERPT_CHARS - 3] + "..."
     if reason and reason[-1] not in ".!?":
@@ -101,7 +112,11 @@ class ModelHttp:
     def __init__(self, client: httpx.AsyncClient | None = None,
                  recording: Recording | None = None, *,
                  sleep: Callable[[float], Awaitable[None]] | None = None,
-                 jitter: Callable[[], float] | None = None) -> None:
+                 jitter: Callable[[], float] | None = None,
+                 secrets: SecretRedactor | None = None) -> None:
+        # the run's redactor: the keys of every request are added to it; it is the recording's
+        self.secrets = secrets if secrets is not None else (
+            recording.secrets if recording is not None else SecretRedactor())
         self._client = client
         self._owns_client = client is None
         self.recording = recording
@@ -121,12 +136,24 @@ class ModelHttp:
             self._client = None
 
     async def post_json(self, endpoint: ModelEndpoint, url: str, headers: Mapping[str, str],
-                        body: Any) -> Any:
-        """POST ``body`` as JSON and return the decoded JSON answer of a 2xx response."""
-        if self.recording is not None:
-            for secret in endpoint.secrets:
-                self.recording.add_secret(secret)
-        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+                        body: Any, *, refused: RefusalReader | None = None) -> Any:
+        """POST ``body`` as JSON and return the decoded JSON answer of a 2xx response.
+
+        ``refused`` reads an error response as the provider's refusal (Azure's content filter
+        answers 400): when it gives a reason, the error is ``MODEL_REFUSAL``, not retried."""
+        secrets = self.secrets
+        secrets.add_all(endpoint.secrets)
+        if self.recording is not None and self.recording.secrets is not secrets:
+            self.recording.secrets.add_all(endpoint.secrets)
+        if not all(value.isascii() for value in headers.values()):
+            # only the key comes from the user; httpx would fail on it, naming the character
+            where = f" in {endpoint.key_env}" if endpoint.key_env else ""
+            raise LumaError("MODEL_AUTH", f"Model '{endpoint.model_name}': the API key{where} "
+                            "holds a character an HTTP header cannot carry (only ASCII is "
+                            "allowed).")
+        # no secret reaches a provider in a prompt, a tool result or anything else in the body
+        payload = json.dumps(secrets.redact_value(body), ensure_ascii=False,
+                             separators=(",", ":")).encode("utf-8")
         settings = endpoint.settings
         attempts = max(0, settings.max_retries) + 1
         for attempt in range(1, attempts + 1):
@@ -151,17 +178,20 @@ class ModelHttp:
                     continue
                 raise LumaError("MODEL_HTTP_ERROR",
                                 f"Model '{endpoint.model_name}' could not reach "
-                                f"{_without_query(url)}: {_transport_reason(exc, endpoint)}.",
+                                f"{_without_query(url)}: {_transport_reason(exc, secrets)}.",
                                 retryable=True, details={"status": None}) from None
 
             if 200 <= status < 300:
-                return _decode(endpoint, content)
+                return _decode(endpoint, content, secrets)
             if _is_auth_failure(status, content):
                 where = f" in {endpoint.key_env}" if endpoint.key_env else ""
                 raise LumaError("MODEL_AUTH",
                                 f"Model '{endpoint.model_name}': {endpoint.provider_label} did not "
                                 f"accept the API key{where} (HTTP {status}).",
                                 details={"status": status})
+            reason = refused(status, content) if refused is not None else None
+            if reason is not None:
+                raise refusal(endpoint, reason)
             retryable = status in RETRYABLE_STATUS or status >= 500
             if retryable and not last:
                 delay = retry_after(response_headers, time.time())
@@ -178,7 +208,7 @@ class ModelHttp:
                                 retryable=True, details={"status": status})
             raise LumaError("MODEL_HTTP_ERROR",
                             f"Model '{endpoint.model_name}': {endpoint.provider_label} answered "
-                            f"HTTP {status}: {error_excerpt(content, endpoint.secrets)}",
+                            f"HTTP {status}: {error_excerpt(content, secrets)}",
                             retryable=retryable, details={"status": status})
         raise AssertionError("unreachable: the last attempt returns or raises")
 
@@ -230,10 +260,12 @@ def retry_after(headers: Mapping[str, str], now: float) -> float | None:
     return max(0.0, when.timestamp() - now)
 
 
-def error_excerpt(content: bytes, secrets: Sequence[str] = ()) -> str:
+def error_excerpt(content: bytes, secrets: Secrets = ()) -> str:
     """A short, one-line excerpt of an error body: the provider's error message when the body
-    is the usual ``{"error": {"message": …}}``, else the text itself."""
-    text = content.decode("utf-8", errors="replace")
+    is the usual ``{"error": {"message": …}}``, else the text itself. Every secret is cut out
+    before the text is shortened (a key echoed by the provider, raw or escaped)."""
+    redactor = redactor_of(secrets)
+    text = redactor.redact(content.decode("utf-8", errors="replace"))
     try:
         document = json.loads(text)
     except ValueError:
@@ -246,7 +278,7 @@ def error_excerpt(content: bytes, secrets: Sequence[str] = ()) -> str:
             text = error
         elif isinstance(document.get("message"), str):
             text = document["message"]
-    text = redact(" ".join(text.split()), secrets)
+    text = redactor.redact(" ".join(redactor.redact(text).split()))
     if not text:
         return "(empty body)"
     return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS - 3] + "..."
@@ -257,11 +289,11 @@ def _is_auth_failure(status: int, content: bytes) -> bool:
     return status in (401, 403) or (status == 400 and b"API_KEY_INVALID" in content)
 
 
-def _decode(endpoint: ModelEndpoint, content: bytes) -> Any:
+def _decode(endpoint: ModelEndpoint, content: bytes, secrets: SecretRedactor) -> Any:
     try:
         return json.loads(content)
     except ValueError:
-        excerpt = error_excerpt(content, endpoint.secrets)
+        excerpt = error_excerpt(content, secrets)
         raise bad_response(endpoint, f"the body is not JSON ({excerpt})") from None
 
 
@@ -269,7 +301,7 @@ def _without_query(url: str) -> str:
     return urlunsplit(urlsplit(url)._replace(query="", fragment=""))
 
 
-def _transport_reason(exc: httpx.TransportError, endpoint: ModelEndpoint) -> str:
-    detail = redact(str(exc).strip(), endpoint.secrets)
+def _transport_reason(exc: httpx.TransportError, secrets: SecretRedactor) -> str:
+    detail = secrets.redact(str(exc).strip())
     name = type(exc).__name__
     return f"{name} ({detail})" if detail else name

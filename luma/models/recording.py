@@ -8,9 +8,11 @@ A recording is one JSON document::
                     "response": {"status": 200, "headers": {…}, "body": {…}}}]}
 
 Secrets never reach the file: the auth headers (``Authorization``, ``x-api-key``, ``api-key``,
-``x-goog-api-key`` and a few more), secret-looking query-string keys, and — as a last net —
-every literal secret value registered with ``add_secret`` anywhere in the text. A body that is
-not JSON is kept as text under ``body_text``.
+``x-goog-api-key`` and a few more) and secret-looking query-string keys are dropped, and every
+secret value the run knows (its :class:`~luma.runtime.secrets.SecretRedactor`) is cut out of each
+field before the exchange is serialised — a key a provider echoes in an error body included —
+and, as a last net, out of the serialised text in its escaped forms. A body that is not JSON is
+kept as text under ``body_text``.
 
 Replay serves the recorded responses in order, without the network, and fails with
 ``REPLAY_MISMATCH`` when a request differs from the recorded one (its method, its URL path or its
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -30,9 +33,9 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from luma.runtime.errors import LumaError
+from luma.runtime.secrets import SecretRedactor
 
 FORMAT_VERSION = 1
-REDACTED = "[redacted]"
 
 SECRET_HEADERS = frozenset({
     "authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key",
@@ -80,27 +83,38 @@ def _body_bytes(entry: Mapping[str, Any]) -> bytes:
     return str(entry.get("body_text", "")).encode("utf-8")
 
 
+_RECORDING_START = re.compile(rb'\s*\{\s*"luma_recording"\s*:')
+
+
+def is_recording(head: bytes) -> bool:
+    """Whether a file starting with ``head`` is a recording Luma wrote (its envelope)."""
+    return _RECORDING_START.match(head) is not None
+
+
 class Recording:
     """A recording being written (``record_to``) or served (``replay_from``)."""
 
     def __init__(self, path: str | os.PathLike[str], *, replaying: bool,
-                 exchanges: list[dict[str, Any]] | None = None) -> None:
+                 exchanges: list[dict[str, Any]] | None = None,
+                 secrets: SecretRedactor | None = None) -> None:
         self.path = Path(path)
         self.replaying = replaying
         self.exchanges: list[dict[str, Any]] = exchanges or []
         self._next = 0
-        self._secrets: set[str] = set()
+        self.secrets = secrets if secrets is not None else SecretRedactor()
 
     # ---------------------------------------------------------------------------- opening
     @classmethod
-    def record_to(cls, path: str | os.PathLike[str]) -> Recording:
+    def record_to(cls, path: str | os.PathLike[str], *,
+                  secrets: SecretRedactor | None = None) -> Recording:
         """Start a new recording; the file is (re)written after every exchange."""
-        recording = cls(path, replaying=False)
+        recording = cls(path, replaying=False, secrets=secrets)
         recording._write()
         return recording
 
     @classmethod
-    def replay_from(cls, path: str | os.PathLike[str]) -> Recording:
+    def replay_from(cls, path: str | os.PathLike[str], *,
+                    secrets: SecretRedactor | None = None) -> Recording:
         """Load a recording to serve; an unreadable file is a ``REPLAY_INVALID`` error."""
         name = os.fspath(path)
         try:
@@ -118,36 +132,30 @@ class Recording:
             raise LumaError("REPLAY_INVALID",
                             f"The recording {name} is not a Luma recording "
                             "(it needs a list of exchanges, each with a request and a response).")
-        return cls(path, replaying=True, exchanges=exchanges)
+        return cls(path, replaying=True, exchanges=exchanges, secrets=secrets)
 
     # ---------------------------------------------------------------------------- secrets
     def add_secret(self, value: str | None) -> None:
-        """A literal value (an API key) that must never appear in the file."""
-        if value and len(value) >= 4:
-            self._secrets.add(value)
-
-    def _scrub(self, text: str) -> str:
-        for secret in sorted(self._secrets, key=len, reverse=True):
-            text = text.replace(secret, REDACTED)
-        return text
+        """A value (an API key) that must never appear in the file, raw or escaped."""
+        self.secrets.add(value)
 
     # ---------------------------------------------------------------------------- record
     def record(self, method: str, url: str, request_headers: Iterable[tuple[str, str]],
                request_body: bytes, status: int, response_headers: Iterable[tuple[str, str]],
                response_body: bytes) -> None:
-        """Add one exchange and rewrite the file."""
-        self.exchanges.append({
+        """Add one exchange, each of its fields without a secret, and rewrite the file."""
+        self.exchanges.append(self.secrets.redact_value({
             "method": method.upper(),
             "url": public_url(url),
             "request": {"headers": public_headers(request_headers), **_body_entry(request_body)},
             "response": {"status": status, "headers": public_headers(response_headers),
                          **_body_entry(response_body)},
-        })
+        }))
         self._write()
 
     def _write(self) -> None:
         document = {"luma_recording": FORMAT_VERSION, "exchanges": self.exchanges}
-        text = self._scrub(json.dumps(document, ensure_ascii=False, indent=2)) + "\n"
+        text = self.secrets.redact(json.dumps(document, ensure_ascii=False, indent=2)) + "\n"
         directory = self.path.parent if str(self.path.parent) else Path(".")
         fd, tmp = tempfile.mkstemp(prefix=".luma-recording-", dir=directory)
         try:
@@ -175,8 +183,9 @@ class Recording:
                             f"Replay mismatch at {where}: it went to {method.upper()} "
                             f"{urlsplit(url).path}, the recording has "
                             f"{entry.get('method', 'POST')} {recorded_path}.")
+        # the recorded body is without secrets: so is the one it is compared with
         difference = _first_difference(_decoded(_body_bytes(entry["request"])),
-                                       _decoded(request_body))
+                                       self.secrets.redact_value(_decoded(request_body)))
         if difference is not None:
             raise LumaError("REPLAY_MISMATCH",
                             f"Replay mismatch at {where}: the request body differs from the "

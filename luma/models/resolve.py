@@ -9,15 +9,18 @@ fresh machine with no key and no network.
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from luma.models.base import ModelSettings
+from luma.models.reasoning import EFFORTS, REASONING_PROVIDERS, effort_problem, sampling_problem
 from luma.runtime.errors import LumaError
 from luma.schema.values import constant_value
 from luma.syntax import ast
+from luma.syntax.source import Span
 
 OFFLINE_MODEL = "test"
 """The name of the built-in offline model (when no declaration of that name exists)."""
@@ -35,7 +38,7 @@ DEFAULT_MAX_RETRIES = 2
 
 MODEL_KEYS = ("provider", "name", "base_url", "api_key_env", "api_version", "temperature",
               "max_tokens", "top_p", "timeout", "max_retries", "strict", "call_tools",
-              "responses")
+              "responses", "reasoning_effort", "reasoning")
 
 
 class ModelConfigError(Exception):
@@ -63,7 +66,9 @@ class ModelResolver:
 
     def __init__(self, program: ast.Program, *, overrides: Mapping[str, Any] | None = None,
                  default_model: str | None = None, config_default: str | None = None,
-                 base_dir: str | None = None) -> None:
+                 base_dir: str | None = None, config_name: str = "luma.config.json") -> None:
+        from luma.syntax.diagnostics import did_you_mean
+
         self.base_dir = base_dir or os.getcwd()
         overrides = dict(overrides or {})
         problems: list[str] = []
@@ -74,19 +79,26 @@ class ModelResolver:
             values = declaration_values(decl)
             override = overrides.get(decl.name)
             if override is not None:
-                values.update(_checked_override(decl.name, override, problems))
-            self.models[decl.name] = self._settings(decl.name, values)
+                values.update(_checked_override(config_name, decl.name, override, problems))
+            settings = self.models[decl.name] = self._settings(decl.name, values)
+            if override is not None:
+                problems.extend(_reasoning_problems(settings))
         if OFFLINE_MODEL not in self.models:
             values = {"provider": "test"}
             override = overrides.get(OFFLINE_MODEL)
             if override is not None:
-                values.update(_checked_override(OFFLINE_MODEL, override, problems))
+                values.update(_checked_override(config_name, OFFLINE_MODEL, override, problems))
             self.models[OFFLINE_MODEL] = self._settings(OFFLINE_MODEL, values)
+        for name in overrides:
+            if name not in self.models:  # a misspelt override would leave the real endpoint
+                hint = did_you_mean(str(name), list(self.models))
+                problems.append(f"{config_name}: models.{name}: unknown model"
+                                + (f"; {hint}" if hint else f" ({_known(self.models)})"))
 
         self.default: str = OFFLINE_MODEL
         self.default_is_fallback = True
         for chosen, where in ((default_model, "--model"),
-                              (config_default, "luma.config.json: default_model")):
+                              (config_default, f"{config_name}: default_model")):
             if chosen is None:
                 continue
             if chosen not in self.models:
@@ -116,6 +128,8 @@ class ModelResolver:
         if max_tokens is None and provider == "anthropic":
             max_tokens = ANTHROPIC_MAX_TOKENS
         strict = values.get("strict")
+        effort = values.get("reasoning_effort")
+        reasoning = values.get("reasoning")
         return ModelSettings(
             name=name,
             provider=provider,
@@ -129,6 +143,8 @@ class ModelResolver:
             timeout_ms=_int_or_none(values.get("timeout")) or DEFAULT_TIMEOUT_MS,
             max_retries=_int_or(values.get("max_retries"), DEFAULT_MAX_RETRIES),
             strict=strict if isinstance(strict, bool) else None,
+            reasoning_effort=effort if isinstance(effort, str) and effort in EFFORTS else None,
+            reasoning=reasoning if isinstance(reasoning, bool) else None,
             call_tools=call_tools,
             responses=responses,
         )
@@ -145,6 +161,61 @@ class ModelResolver:
                                     f"which is not declared ({_known(self.models)}).")
                 return ResolvedModel(settings)
         return ResolvedModel(self.models[self.default], self.default_is_fallback)
+
+
+def reachable_models(program: ast.Program, resolver: ModelResolver, agent: str | None,
+                     fn: str | None) -> list[ModelSettings]:
+    """The models an ``ask`` can use in a run of ``agent.fn`` (None: the top-level
+    statements), following calls of agent methods; in the order they are first reached."""
+    models: dict[str, ModelSettings] = {}
+    for owner in _ask_owners(program, agent, fn):
+        settings = resolver.for_agent(owner).settings
+        models.setdefault(settings.name, settings)
+    return list(models.values())
+
+
+def _ask_owners(program: ast.Program, agent: str | None,
+                fn: str | None) -> list[ast.AgentDecl | None]:
+    """The agents (None: the top level) whose ``ask``s a run of ``agent.fn`` can reach."""
+    agents = {a.name: a for a in reversed(program.agents)}  # the first declaration wins
+    owners: dict[str | None, ast.AgentDecl | None] = {}
+    seen: set[tuple[str, str]] = set()
+    pending: list[tuple[ast.AgentDecl | None, tuple[ast.Stmt, ...]]] = []
+
+    def visit(owner: ast.AgentDecl, name: str) -> None:
+        method = owner.fn(name)
+        if method is not None and (owner.name, name) not in seen:
+            seen.add((owner.name, name))
+            pending.append((owner, method.body))
+
+    if agent is None:
+        pending.append((None, program.statements))
+    elif agent in agents:
+        visit(agents[agent], fn or "run")
+    while pending:
+        owner, body = pending.pop()
+        for node in _nodes(body):
+            if isinstance(node, ast.Ask):
+                owners.setdefault(owner.name if owner is not None else None, owner)
+            elif isinstance(node, ast.Call):
+                callee = node.callee
+                if isinstance(callee, ast.Member) and isinstance(callee.obj, ast.Name) \
+                        and callee.obj.id in agents:
+                    visit(agents[callee.obj.id], callee.name)
+                elif isinstance(callee, ast.Name) and owner is not None:
+                    visit(owner, callee.id)
+    return list(owners.values())
+
+
+def _nodes(value: Any) -> Iterator[Any]:
+    """Every AST node in ``value`` (a node or a tuple of them), depth first."""
+    if isinstance(value, tuple):
+        for item in value:
+            yield from _nodes(item)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, (type, Span)):
+        yield value
+        for f in dataclasses.fields(value):
+            yield from _nodes(getattr(value, f.name))
 
 
 def declaration_values(decl: ast.ModelDecl) -> dict[str, Any]:
@@ -189,11 +260,12 @@ def require_api_key(settings: ModelSettings, env: Mapping[str, str]) -> str | No
 # --------------------------------------------------------------------------- config checks
 
 
-def _checked_override(model: str, override: Any, problems: list[str]) -> dict[str, Any]:
+def _checked_override(config_name: str, model: str, override: Any,
+                      problems: list[str]) -> dict[str, Any]:
     """The keys of one ``models.<name>`` entry that are valid; the others become problems."""
     from luma.syntax.diagnostics import did_you_mean
 
-    where = f"luma.config.json: models.{model}"
+    where = f"{config_name}: models.{model}"
     if not isinstance(override, Mapping):
         problems.append(f"{where}: must be an object of model keys")
         return {}
@@ -225,13 +297,35 @@ def _expected(key: str, value: Any) -> str | None:
         return None if type(value) is int and value >= 1 else "an integer ≥ 1"
     if key == "max_retries":
         return None if type(value) is int and value >= 0 else "an integer ≥ 0"
-    if key == "strict":
+    if key in ("strict", "reasoning"):
         return None if isinstance(value, bool) else "true or false"
+    if key == "reasoning_effort":
+        return None if value in EFFORTS else "one of " + ", ".join(EFFORTS)
     if key == "call_tools":
         ok = value in ("all", "none") or (isinstance(value, list)
                                          and all(isinstance(v, str) for v in value))
         return None if ok else '"all", "none" or a list of tool names'
     return None
+
+
+def _reasoning_problems(settings: ModelSettings) -> list[str]:
+    """What the model refuses in the settings a config override produced (a reasoning
+    model's sampling keys, a Claude model that takes none; the declaration alone is checked by
+    the checker)."""
+    where = f"luma.config.json: models.{settings.name}"
+    out = []
+    if settings.reasoning_effort is not None and settings.provider in REASONING_PROVIDERS:
+        problem = effort_problem(settings.name, settings.model, settings.reasoning,
+                                 settings.reasoning_effort)
+        if problem is not None:
+            out.append(f"{where}: {problem}")
+    for key, value in (("temperature", settings.temperature), ("top_p", settings.top_p)):
+        if value is not None:
+            problem = sampling_problem(settings.provider, settings.name, settings.model,
+                                       settings.reasoning, settings.reasoning_effort, key, value)
+            if problem is not None:
+                out.append(f"{where}: {problem}")
+    return out
 
 
 def _known(models: Mapping[str, ModelSettings]) -> str:

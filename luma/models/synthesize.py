@@ -8,17 +8,32 @@ per list (at least ``minItems``), the first member of a union (its tag written b
 date, date-time or UUID for a ``@format``, a string matching a ``@pattern``, and for any other
 string the field's own name, repeated or cut to fit ``@length``. Every candidate is checked with
 the one validator, so a value that does not fit is never chosen while another does.
+
+Given what the model saw (:class:`luma.models.seen.Seen`), a field prefers, before all of that,
+a value seen under its own name; then one seen under a word of its description (``sum``
+described as "the result of the addition" takes a seen ``result``); then, for a number, the
+next number of the prompt that no other field took. A seen value is taken only where it is
+valid, so the answer still fits the schema, and the same conversation gives the same answer.
+
+A string or list is built with at most ``MAX_SYNTHESIZED_ITEMS`` characters or items: a schema
+that needs more (``string[] @length(5000, null)``) is a ``LIMIT`` error naming the field, not a
+value that takes minutes and gigabytes to build.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import uuid
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from luma.limits import MAX_SYNTHESIZED_ITEMS
 from luma.schema.compile import PATTERN_KEY
 from luma.schema.validate import SchemaError, SchemaValidator
+
+if TYPE_CHECKING:
+    from luma.models.seen import Seen
 
 __all__ = ["synthesize", "string_for_pattern"]
 
@@ -29,17 +44,24 @@ _FIXED_DATE_TIME = "2024-01-01T00:00:00Z"
 _UUID_NAMESPACE = uuid.UUID("6f2b7c3e-3d0c-4b8e-9a1e-6c756d610000")
 
 
-def synthesize(schema: Mapping[str, Any] | bool, name: str = "value") -> Any:
+def synthesize(schema: Mapping[str, Any] | bool, name: str = "value",
+               seen: Seen | None = None) -> Any:
     """A value valid under ``schema`` (self-contained, with its ``$defs``); ``name`` is what a
-    string with no better source is called."""
-    return _Synthesizer(schema).value(schema, name, 0)
+    string with no better source is called; ``seen``: values from the conversation, preferred
+    where they fit."""
+    return _Synthesizer(schema, seen).value(schema, name, 0)
+
+
+_WORD = re.compile(r"[a-z_][a-z0-9_]{2,}")  # description words of three letters or more
 
 
 class _Synthesizer:
-    def __init__(self, root: Mapping[str, Any] | bool) -> None:
+    def __init__(self, root: Mapping[str, Any] | bool, seen: Seen | None = None) -> None:
         self.root = root
         self.defs: Mapping[str, Any] = root.get("$defs", {}) if isinstance(root, Mapping) else {}
         self._validators: dict[int, tuple[Any, SchemaValidator | None]] = {}
+        self.seen = seen
+        self._numbers = list(seen.numbers) if seen is not None else []  # not taken yet
 
     # ---------------------------------------------------------------------------- checking
     def fits(self, node: Any, value: Any) -> bool:
@@ -73,6 +95,13 @@ class _Synthesizer:
             return None
         if not isinstance(node, Mapping):
             return name
+        if self.seen is not None and depth > 0:
+            for candidate in self._seen(node, name):
+                if self.fits(node, candidate):
+                    return _copy(candidate)
+            number = self._free_number(node)
+            if number is not None:
+                return number
         for candidate in self._given(node):
             if self.fits(node, candidate):
                 return _copy(candidate)
@@ -84,6 +113,34 @@ class _Synthesizer:
                 return self._alternative(node, branches, name, depth)
         built = self._built(node, name, depth)
         return built
+
+    def _seen(self, node: Mapping[str, Any], name: str) -> Iterator[Any]:
+        """Values seen under the field's name, then under the words of its description."""
+        assert self.seen is not None
+        named = self.seen.named
+        key = name.lower()
+        yield from named.get(key, ())
+        description = node.get("description")
+        if isinstance(description, str):
+            words = dict.fromkeys(_WORD.findall(description.lower()))
+            for word in words:
+                if word != key:
+                    yield from named.get(word, ())
+
+    def _free_number(self, node: Mapping[str, Any]) -> int | float | None:
+        """The first of the prompt's untaken numbers that is valid here (taken now)."""
+        if _kind(node) not in ("integer", "number") or "const" in node or "enum" in node:
+            return None
+        for i, number in enumerate(self._numbers):
+            value: int | float = number
+            if _kind(node) == "number":
+                value = float(number)
+            elif isinstance(number, float) and number.is_integer():
+                value = int(number)
+            if self.fits(node, value):
+                del self._numbers[i]
+                return value
+        return None
 
     @staticmethod
     def _given(node: Mapping[str, Any]) -> Iterator[Any]:
@@ -142,6 +199,7 @@ class _Synthesizer:
     def _array(self, node: Mapping[str, Any], name: str, depth: int) -> list[Any]:
         low = _whole(node.get("minItems")) or 0
         high = _whole(node.get("maxItems"))
+        _within_limit(low, name, "items")
         count = max(low, 1 if depth < _DEEP else 0)
         if high is not None:
             count = min(count, high)
@@ -149,11 +207,22 @@ class _Synthesizer:
         return [self.value(items, name, depth + 1) for _ in range(count)]
 
     def _string(self, node: Mapping[str, Any], name: str) -> str:
+        _within_limit(_whole(node.get("minLength")) or 0, name, "characters")
         candidates = list(_string_candidates(node, name))
         for candidate in candidates:
             if self.fits(node, candidate):
                 return candidate
         return candidates[0]
+
+
+def _within_limit(count: int, name: str, what: str) -> None:
+    if count > MAX_SYNTHESIZED_ITEMS:
+        from luma.runtime.errors import LumaError
+
+        raise LumaError("LIMIT", f"The test model cannot build a value for '{name}': it needs "
+                        f"at least {count} {what}, and the test model builds at most "
+                        f"{MAX_SYNTHESIZED_ITEMS}.", details={"field": name, "needed": count,
+                                                               "limit": MAX_SYNTHESIZED_ITEMS})
 
 
 # ---------------------------------------------------------------------------------- leaves
@@ -312,7 +381,15 @@ def _emit(items: list[Any], reps: int, groups: dict[int, str]) -> str:
             count = max(low, reps)
             if high is not c.MAXREPEAT:
                 count = min(count, high)
-            out.extend(_emit(list(sub), reps, groups) for _ in range(count))
+            if count > MAX_SYNTHESIZED_ITEMS:
+                raise _Unbuildable("longer than the synthesis limit")
+            total = 0
+            for _ in range(count):
+                piece = _emit(list(sub), reps, groups)
+                total += len(piece)
+                if total > MAX_SYNTHESIZED_ITEMS:  # (a{1000}){1000}: each count fits, not both
+                    raise _Unbuildable("longer than the synthesis limit")
+                out.append(piece)
         elif op is getattr(c, "ATOMIC_GROUP", None):
             out.append(_emit(list(arg), reps, groups))
         elif op is c.GROUPREF:

@@ -4,6 +4,8 @@
   ``call_tools`` selects any of them — or a tool is forced with ``using tool`` — it calls them,
   each once, all in that one turn, in name order, with arguments synthesized from each tool's
   input schema.
+- Arguments and answers prefer what the conversation showed: values of tool results and of the
+  prompt under a field's name, and the prompt's numbers (``luma.models.seen``).
 - Otherwise it answers with a value synthesized from the response schema; when the request
   carries none (tools were offered, or plain text is wanted) from the answer shape the ask
   engine gave it, or with plain text.
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from luma.models.base import ChatRequest, ChatResponse, ModelSettings, ToolCall, Usage
+from luma.models.seen import Seen
 from luma.models.synthesize import synthesize
 from luma.runtime.errors import LumaError
 
@@ -101,6 +104,15 @@ def _turn(model: str, shown: str, index: int, raw: Any) -> ScriptedTurn:
     return ScriptedTurn(content, tuple(scripted))
 
 
+def _seen(request: ChatRequest) -> Seen:
+    """What the conversation showed: the results of tool calls that succeeded (the latest
+    first) and the prompt (the first user message; later ones are the runtime's own)."""
+    results = [m.content for m in reversed(request.messages)
+               if m.role == "tool" and not m.is_error and m.content]
+    prompt = next((m.content for m in request.messages if m.role == "user"), None)
+    return Seen.of(results, prompt)
+
+
 def _bad_script(model: str, shown: str, what: str) -> LumaError:
     return LumaError("MODEL_CONFIG", f"Model '{model}': the scripted turns {shown} are not "
                      f"usable: {what}.")
@@ -127,12 +139,13 @@ class TestProvider:
         if self.turns is not None:
             return self._scripted(self.turns.next(), earlier_calls)
         first_turn = not any(m.role == "assistant" for m in request.messages)
+        seen = _seen(request)
         if first_turn and request.tools:
             chosen = self._chosen_tools(request)
             if chosen:
                 calls = tuple(
                     ToolCall(f"call_{earlier_calls + i + 1}", spec.name,
-                             synthesize(spec.parameters, spec.name))
+                             synthesize(spec.parameters, spec.name, seen))
                     for i, spec in enumerate(chosen))
                 return ChatResponse(None, calls, "tool_calls", Usage(0, 0))
         fmt = request.response_format
@@ -140,7 +153,8 @@ class TestProvider:
         if schema is None:
             text = synthesize(PLAIN_TEXT_SCHEMA)
         else:
-            text = json.dumps(synthesize(schema), ensure_ascii=False, separators=(",", ":"))
+            text = json.dumps(synthesize(schema, seen=seen), ensure_ascii=False,
+                              separators=(",", ":"))
         return ChatResponse(text, (), "stop", Usage(0, 0))
 
     def _chosen_tools(self, request: ChatRequest) -> list[Any]:

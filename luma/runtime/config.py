@@ -10,7 +10,9 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+
+CONFIG_NAME = "luma.config.json"
 
 
 class ConfigError(Exception):
@@ -68,6 +70,12 @@ class LumaConfig(_Strict):
     idempotency_store: IdempotencyStoreConfig = Field(default_factory=IdempotencyStoreConfig)
     default_model: str | None = None
     models: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    _source: str = PrivateAttr(default=CONFIG_NAME)
+
+    @property
+    def source(self) -> str:
+        """The config file as the user named it (for messages)."""
+        return self._source
 
     def module_manifests(self) -> list[ToolModuleManifest]:
         """``tool_modules`` with the short form expanded."""
@@ -128,6 +136,11 @@ def _messages(error: ValidationError) -> list[str]:
         elif loc[:1] == ("tool_modules",) and len(loc) >= 2 and e["type"] in (
                 "model_type", "dict_type", "string_type"):
             msg = f"{path}: must be a path string or a manifest object with 'path'"
+        elif e["type"] in ("model_type", "dict_type"):  # pydantic's words name our classes
+            msg = f"{path or '(top level)'}: must be an object"
+            shown = json.dumps(e.get("input"), default=str)
+            if len(shown) <= 60:
+                msg += f" (got {shown})"
         elif e["type"] == "missing":
             msg = f"{path}: required key is missing"
         else:
@@ -145,34 +158,52 @@ def _messages(error: ValidationError) -> list[str]:
     return out
 
 
-def parse_config(data: Any, path: str = "luma.config.json") -> LumaConfig:
-    """Validate already-loaded JSON; raises :class:`ConfigError`."""
+def parse_config(data: Any, path: str = CONFIG_NAME) -> LumaConfig:
+    """Validate already-loaded JSON; raises :class:`ConfigError`. ``path`` names the file in
+    messages (:attr:`LumaConfig.source`)."""
     try:
-        return LumaConfig.model_validate(data)
+        config = LumaConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(path, _messages(exc)) from None
+    config._source = path
+    return config
 
 
 def load_config(path: str | Path) -> LumaConfig:
     """Read and validate a config file; raises :class:`ConfigError` with located messages."""
+    from luma.runtime.json_text import DuplicateKeyError, NotUtf8Error, decode_utf8, loads
+
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8-sig")  # a byte order mark is not an error
+        text = decode_utf8(p.read_bytes())  # a byte order mark is not an error
     except OSError as exc:
         raise ConfigError(str(p), [f"cannot read the config file: {exc.strerror or exc}"]) from None
+    except NotUtf8Error as exc:
+        raise ConfigError(str(p), [f"cannot read the config file: it {exc}"]) from None
     try:
-        data = json.loads(text)
+        data = loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(str(p), [f"line {exc.lineno} column {exc.colno}: invalid JSON: "
                                    f"{exc.msg}"]) from None
+    except DuplicateKeyError as exc:
+        raise ConfigError(str(p), [f"{key}: duplicate key" for key in exc.paths]) from None
     if not isinstance(data, dict):
         raise ConfigError(str(p), ["the config must be a JSON object"])
     return parse_config(data, str(p))
 
 
-def find_config(program_path: str | Path, explicit: str | None = None) -> LumaConfig | None:
-    """``--config PATH`` when given, else ``luma.config.json`` beside the program, else None."""
+def config_location(program_path: str | Path, explicit: str | None = None) -> Path | None:
+    """The config file a run uses: ``--config PATH`` when given, else ``luma.config.json``
+    beside the program when there is one, else None."""
     if explicit is not None:
-        return load_config(explicit)
-    beside = Path(program_path).resolve().parent / "luma.config.json"
-    return load_config(beside) if beside.is_file() else None
+        return Path(explicit)
+    beside = Path(program_path).parent / CONFIG_NAME  # named as the program was
+    return beside if beside.is_file() else None
+
+
+def find_config(program_path: str | Path, explicit: str | None = None) -> LumaConfig | None:
+    """The config of :func:`config_location`, loaded; None when there is none."""
+    if explicit is not None:
+        return load_config(explicit)  # named as the user wrote it
+    location = config_location(program_path)
+    return load_config(location) if location is not None else None

@@ -81,21 +81,21 @@ def build_context(fields: Mapping[str, Any], env: Mapping[str, str],
             keep_secret(text)
         parsed = parse_env_text(text, spec.parse, field, spec.env)
         if spec.parse == "json":
-            for s in _strings_in(parsed):
+            for s in strings_in(parsed):
                 keep_secret(s)
         value[field] = parsed
     return value
 
 
-def _strings_in(value: Any) -> Iterator[str]:
+def strings_in(value: Any) -> Iterator[str]:
     if isinstance(value, str):
         yield value
     elif isinstance(value, list):
         for item in value:
-            yield from _strings_in(item)
+            yield from strings_in(item)
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _strings_in(item)
+            yield from strings_in(item)
 
 
 def schema_problem(violations: Sequence[Violation]) -> str | None:

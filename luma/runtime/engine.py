@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 from luma.runtime.errors import LumaError
-from luma.runtime.telemetry import Telemetry
+from luma.runtime.secrets import RedactingStream, SecretRedactor, register_startup_secrets
+from luma.runtime.telemetry import HISTORY, Telemetry
 from luma.schema.compile import SchemaCompiler
 from luma.syntax import ast
 
@@ -47,16 +49,29 @@ class Runtime:
         self.handlers: dict[str, Any] = dict(handlers or {})
         self.config = config
         self.env: Mapping[str, str] = os.environ if env is None else env
-        self.stderr = stderr if stderr is not None else sys.stderr
-        self.telemetry = telemetry if telemetry is not None else Telemetry(stderr=self.stderr)
+        if telemetry is None:
+            telemetry = Telemetry(stderr=stderr if stderr is not None else sys.stderr)
+        self.telemetry = telemetry
+        # one redactor for the run, knowing every secret the program can use from the start
+        self.secrets: SecretRedactor = telemetry.redactor
+        register_startup_secrets(self.secrets, program, config, self.env)
+        self.stderr = RedactingStream.wrap(stderr if stderr is not None else sys.stderr,
+                                           self.secrets)
         self.interactive = (sys.stdin.isatty() and self.stderr.isatty()) if interactive is None \
             else interactive
         self.base_dir = base_dir or os.getcwd()
-        self.warnings: list[dict[str, Any]] = []
+        self._warnings: deque[dict[str, Any]] = deque(maxlen=HISTORY)
         self.ask_engine = ask_engine
         # tool name → the semaphore of its module (tool_module_policy.max_concurrency)
         self.concurrency_limits: dict[str, asyncio.Semaphore] = {}
+        # the tool whose sync handler is running on the event loop's thread right now
+        self.inline_handler: str | None = None
         self.pipeline = ToolPipeline(self)
+
+    @property
+    def warnings(self) -> list[dict[str, Any]]:
+        """The run's latest warnings (at most ``telemetry.HISTORY``), oldest first."""
+        return list(self._warnings)
 
     # validation ----------------------------------------------------------------------------
     def validate(self, schema: dict[str, Any], value: Any, *,
@@ -79,7 +94,7 @@ class Runtime:
 
     def warn(self, code: str, message: str) -> None:
         """A run-time warning: on stderr, in the trace, and in the run's list of flags."""
-        self.warnings.append({"code": code, "message": message})
+        self._warnings.append(self.secrets.redact_value({"code": code, "message": message}))
         self.telemetry.emit("warning", code=code, message=message)
         self.stderr.write(f"warning[{code}] {message}\n")
 

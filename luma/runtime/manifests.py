@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from luma.runtime.modules import ToolModule, ToolModuleError, ToolRegistry, load_tool_module
+from luma.runtime.modules import (ToolModule, ToolModuleError, ToolRegistry, load_tool_module,
+                                  not_a_module_file)
 from luma.runtime.sandbox import GuardedExecutor, ImportRules
 
 COMMAND_LINE = "--tool-module"
@@ -120,7 +121,7 @@ def resolve_manifest(manifest: Any, key: str, project: Path) -> ModuleRequest:
     file = _inside(project, written, f"{label} resolves to {{resolved}}, outside the program's "
                                      "folder; tool module paths may not leave it.", written)
     if not file.is_file():
-        raise ToolModuleError(f"{label} does not exist.", written)
+        raise not_a_module_file(label, file, written)
     if manifest.version is not None and not _SEMVER.fullmatch(manifest.version):
         raise ToolModuleError(f"{label}: version '{manifest.version}' is not a semver version "
                               "(MAJOR.MINOR.PATCH, such as 1.0.0).", written)
@@ -147,7 +148,7 @@ def resolve_command_line(written: str, project: Path, strict: bool) -> ModuleReq
         raise ToolModuleError(f"{label} resolves to {file}, outside the program's folder, which "
                               "sandbox 'strict' forbids.", written)
     if not file.is_file():
-        raise ToolModuleError(f"Tool module '{written}' does not exist.", written)
+        raise not_a_module_file(f"Tool module '{written}'", file, written)
     return ModuleRequest(COMMAND_LINE, written, file)
 
 

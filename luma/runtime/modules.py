@@ -41,6 +41,13 @@ class ToolModuleError(Exception):
         self.column = column
 
 
+def not_a_module_file(label: str, file: Path, shown: str) -> ToolModuleError:
+    """The error for a tool module path that is not a file: a folder, or nothing at all."""
+    if file.is_dir():
+        return ToolModuleError(f"{label} is a folder, not a Python file.", shown)
+    return ToolModuleError(f"{label} does not exist.", shown)
+
+
 class ModuleExecutor(Protocol):
     """Runs a tool module's code in place of the ordinary import (manifest checks, the strict
     sandbox). ``key`` tells apart modules of the same file loaded under different rules."""
@@ -97,7 +104,7 @@ def load_tool_module(path: str | Path, *, shown: str | None = None,
     shown = str(path) if shown is None else shown
     file = Path(path)
     if not file.is_file():
-        raise ToolModuleError(f"Tool module '{shown}' does not exist.", shown)
+        raise not_a_module_file(f"Tool module '{shown}'", file, shown)
     module = _import_file(file, shown, executor)
     return ToolModule(shown, *_find_handlers(module, shown))
 
@@ -207,6 +214,7 @@ def _find_handlers(module: ModuleType, shown: str) -> tuple[dict[str, Handler], 
                     _export_line(module, export))
             handlers[key] = handler
         return handlers, export
+    _refuse_misnamed_export(module, namespace, shown)
     own = module.__name__
     handlers = {
         name: value for name, value in namespace.items()
@@ -214,6 +222,20 @@ def _find_handlers(module: ModuleType, shown: str) -> tuple[dict[str, Handler], 
         and not isinstance(value, ModuleType) and getattr(value, "__module__", None) == own
     }
     return handlers, TOP_LEVEL_EXPORT
+
+
+def _refuse_misnamed_export(module: ModuleType, namespace: dict[str, Any], shown: str) -> None:
+    """A dict of handlers under a near-miss of ``luma_tools`` (``lumaTools``, ``LUMA_TOOLS``,
+    ``luma_tool``) was meant as the export: say so rather than ignore it, which would leave
+    every tool in it unregistered."""
+    for name, value in namespace.items():
+        squashed = name.replace("_", "").lower()
+        if squashed not in ("lumatools", "lumatool") or name == "luma_tools":
+            continue
+        if isinstance(value, dict) and value and all(callable(v) for v in value.values()):
+            raise ToolModuleError(
+                f"Tool module '{shown}' defines '{name}', which Luma does not read: the dict of "
+                "handlers must be named 'luma_tools'.", shown, _export_line(module, name))
 
 
 def _export_line(module: ModuleType, export: str) -> int | None:

@@ -7,17 +7,22 @@ any statement runs (exit 2). Then the chosen code runs; its result is printed to
 
 from __future__ import annotations
 
-import asyncio
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, TextIO, cast
 
 from luma.compile import CheckedFile
 from luma.runtime.errors import LumaError
+from luma.runtime.values import json_problem
+
+if TYPE_CHECKING:
+    from luma.runtime.secrets import SecretRedactor
 
 EXIT_OK, EXIT_FAILED, EXIT_START = 0, 1, 2
+RESULT_INVALID = "RESULT_INVALID"
 
 
 @dataclass(slots=True)
@@ -36,40 +41,135 @@ class RunOptions:
 
 
 class StartError(Exception):
-    """The program cannot start; ``lines`` are shown on stderr, one per problem."""
+    """The program cannot start; ``lines`` are shown on stderr, one per problem, as
+    ``error: line`` (``error[CODE]: line`` when the problem has a Luma error code)."""
 
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, lines: list[str], code: str | None = None) -> None:
         super().__init__("\n".join(lines))
         self.lines = lines
+        self.code = code
+
+
+class ArgumentsRefused(Exception):
+    """The method's arguments from ``--input``/``--arg`` do not fit its parameters: a bad
+    command line, found before any statement runs."""
+
+    def __init__(self, error: LumaError) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 
 def run_checked(checked: CheckedFile, options: RunOptions, *, stdout: IO[str] | None = None,
-                stderr: IO[str] | None = None) -> int:
-    """Run a program that compiled; returns the exit code."""
-    out = stdout if stdout is not None else sys.stdout
-    err = stderr if stderr is not None else sys.stderr
+                stderr: IO[str] | None = None, whole_process: bool = False) -> int:
+    """Run a program that compiled; returns the exit code.
+
+    Every text the run writes, the result included, passes the run's one
+    :class:`~luma.runtime.secrets.SecretRedactor`; when the run writes to the process's own
+    streams (``stdout``/``stderr`` not given), they are wrapped for its duration, so what a
+    handler prints is scrubbed too. While it runs, ``sys.stdout`` writes to stderr (a handler's
+    ``print`` cannot mix into the result). Work still running when the program ends is
+    cancelled and, if it does not stop within a second, abandoned and named on stderr; with
+    ``whole_process`` (the ``luma`` command) the process then ends at once rather than wait
+    for it at interpreter exit.
+    """
+    from luma.runtime.secrets import RedactingStream, SecretRedactor
+
+    secrets = SecretRedactor()
+    out = RedactingStream.wrap(stdout if stdout is not None else sys.stdout, secrets)
+    err = RedactingStream.wrap(stderr if stderr is not None else sys.stderr, secrets)
+    saved = sys.stdout, sys.stderr
+    if stdout is None:
+        sys.stdout = cast(TextIO, out)
+    if stderr is None:
+        sys.stderr = cast(TextIO, err)
+    try:
+        return _run_checked(checked, options, out, err, secrets, whole_process)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _run_checked(checked: CheckedFile, options: RunOptions, out: IO[str], err: IO[str],
+                 secrets: SecretRedactor, whole_process: bool) -> int:
+    from luma.runtime.loop import RunLoop, handler_stdout_to, report_abandoned
+
     assert checked.program is not None
+    with handler_stdout_to(err):
+        try:
+            runtime, target = prepare(checked, options, err, secrets)
+        except StartError as exc:
+            prefix = f"error[{exc.code}]" if exc.code else "error"
+            for line in exc.lines:
+                err.write(f"{prefix}: {line}\n")
+            return EXIT_START
+        session = RunLoop(runtime, err)
+        try:
+            code = _run_and_print(session, runtime, target, checked, out, err, secrets)
+        finally:
+            try:
+                abandoned = session.close()
+            finally:
+                runtime.telemetry.close()
+        report_abandoned(abandoned, err)
+    if abandoned and whole_process:
+        _exit_now(code, out, err)
+    return code
+
+
+def _run_and_print(session: Any, runtime: Any, target: Target, checked: CheckedFile,
+                   out: IO[str], err: IO[str], secrets: SecretRedactor) -> int:
+    from luma.runtime.loop import EXIT_INTERRUPTED, Interrupted
+
     try:
-        runtime, target = prepare(checked, options, err)
-    except StartError as exc:
-        for line in exc.lines:
-            err.write(f"error: {line}\n")
+        result = session.run(_execute(runtime, target))
+    except ArgumentsRefused as exc:
+        err.write(describe_error(exc.error, checked))
         return EXIT_START
-    try:
-        result = asyncio.run(_execute(runtime, target))
     except LumaError as exc:
         err.write(describe_error(exc, checked))
         return EXIT_FAILED
-    finally:
-        runtime.telemetry.close()
-    try:
-        text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        err.write(f"error[RESULT_INVALID]: the program's result is not a JSON value: {exc}\n")
+    except Interrupted:
+        err.write("luma: interrupted\n")
+        return EXIT_INTERRUPTED
+    problem = json_problem(result)
+    if problem is not None:
+        where = f" at {problem[0]}" if problem[0] else ""
+        err.write(f"error[{RESULT_INVALID}]: the program's result is not a JSON value{where}: "
+                  f"{problem[1]}\n")
         return EXIT_FAILED
-    out.write(text + "\n")
-    out.flush()
+    text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    if secrets:
+        text = secrets.redact(text)  # the bytes below bypass the redacting stream
+    try:
+        buffer = getattr(out, "buffer", None)
+        if buffer is None:
+            out.write(text)
+        else:  # JSON is UTF-8 whatever the locale's encoding
+            out.flush()
+            buffer.write(text.encode("utf-8"))
+        out.flush()
+    except BrokenPipeError:
+        raise  # the reader went away: the command ends quietly
+    except (OSError, ValueError) as exc:  # a full disk, or stdout closed under the run
+        from luma.outputs import discard_stream
+
+        discard_stream(out)
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        err.write(f"error: cannot write the result to stdout: {reason}\n")
+        return EXIT_FAILED
     return EXIT_OK
+
+
+def _exit_now(code: int, out: IO[str], err: IO[str]) -> None:
+    """End the process without waiting for abandoned threads (interpreter exit joins some)."""
+    import os
+
+    for stream in (out, err, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 @dataclass(slots=True)
@@ -81,8 +181,10 @@ class Target:
     args: dict[str, Any]
 
 
-def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str]) -> tuple[Any, Target]:
-    """Everything before the first statement: config, modules, handlers, what runs."""
+def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str],
+            secrets: SecretRedactor | None = None) -> tuple[Any, Target]:
+    """Everything before the first statement: config, modules, handlers, what runs.
+    ``secrets`` is the run's :class:`~luma.runtime.secrets.SecretRedactor` (a new one if None)."""
     from luma.runtime.config import ConfigError, find_config
     from luma.runtime.engine import Runtime
     from luma.runtime.telemetry import Telemetry
@@ -94,7 +196,12 @@ def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str]) -> tuple
         config = find_config(program_path, options.config_path)
     except ConfigError as exc:
         raise StartError([f"{exc.path}: {m}" for m in exc.messages]) from None
+    _guard_outputs(options, program_inputs(program_path, options, config))  # before any code
 
+    if secrets is not None:  # known before a tool module's code runs
+        from luma.runtime.secrets import register_startup_secrets
+
+        register_startup_secrets(secrets, program, config, os.environ)
     handlers, limits = _load_handlers(program_path, options, config)
     missing = [t.name for t in program.tools if t.name not in handlers]
     if missing:
@@ -102,19 +209,87 @@ def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str]) -> tuple
 
     target = choose_target(checked, options)
     try:
-        telemetry = Telemetry(options.trace, verbose=options.verbose, stderr=stderr)
+        telemetry = Telemetry(options.trace, verbose=options.verbose, stderr=stderr,
+                              redactor=secrets)
     except OSError as exc:
         raise StartError([f"cannot write the trace file {options.trace}: "
                           f"{exc.strerror or exc}"]) from None
     try:
         runtime = Runtime(program, handlers=handlers, config=config, telemetry=telemetry,
                           stderr=stderr, base_dir=str(program_path.resolve().parent))
+        runtime.concurrency_limits = limits
+        _attach_ask_engine(runtime, options)
+        _check_api_keys(runtime, target, options)
     except LumaError as exc:
         telemetry.close()
         raise StartError([exc.message]) from None
-    runtime.concurrency_limits = limits
-    _attach_ask_engine(runtime, options)
+    except StartError:
+        telemetry.close()
+        raise
     return runtime, target
+
+
+def program_inputs(program_path: Path, options: RunOptions, config: Any) -> dict[Path, str]:
+    """The files of the program that nothing Luma writes may replace: its source, its config
+    and its tool modules (resolved)."""
+    from luma.outputs import protected_inputs
+    from luma.runtime.config import config_location
+
+    project = program_path.resolve().parent
+    manifests = config.module_manifests() if config is not None else []
+    modules = [project / m.path for m in manifests] + [Path(m) for m in options.tool_modules]
+    return protected_inputs(program_path, config_location(program_path, options.config_path),
+                            modules)
+
+
+def codegen_inputs(checked: CheckedFile, options: RunOptions) -> dict[Path, str]:
+    """:func:`program_inputs` for generating tool types, which does not need the config: one
+    that cannot be read protects only itself and the command line's tool modules."""
+    from luma.runtime.config import ConfigError, find_config
+
+    program_path = Path(checked.source.path)
+    try:
+        config = find_config(program_path, options.config_path)
+    except ConfigError:
+        config = None
+    return program_inputs(program_path, options, config)
+
+
+def _guard_outputs(options: RunOptions, inputs: dict[Path, str]) -> None:
+    """``--trace`` and ``--record`` write only over their own earlier files."""
+    from luma.models.recording import is_recording
+    from luma.outputs import OutputRefused, guard_output
+    from luma.runtime.telemetry import is_trace
+
+    problems = []
+    for path, is_luma_file in ((options.trace, is_trace), (options.record, is_recording)):
+        if path is None:
+            continue
+        try:
+            guard_output(path, is_luma_file, protected=inputs)
+        except OutputRefused as exc:
+            problems.append(str(exc))
+    if problems:
+        raise StartError(problems)
+
+
+def _check_api_keys(runtime: Any, target: Target, options: RunOptions) -> None:
+    """Every model an ``ask`` of this run can reach has its API key, before anything runs: a
+    key found missing only at the ``ask`` would come after the tools before it had run. A
+    replay answers from the recording and needs no key."""
+    engine = getattr(runtime, "ask_engine", None)
+    if engine is None or options.replay is not None:
+        return
+    from luma.models.resolve import reachable_models, require_api_key
+
+    problems = []
+    for settings in reachable_models(runtime.program, engine.models, target.agent, target.fn):
+        try:
+            require_api_key(settings, runtime.env)
+        except LumaError as exc:
+            problems.append(exc.message)
+    if problems:
+        raise StartError(problems, code="MODEL_AUTH")
 
 
 def _load_handlers(program_path: Path, options: RunOptions,
@@ -167,27 +342,39 @@ def choose_target(checked: CheckedFile, options: RunOptions) -> Target:
 
 
 def _arguments(options: RunOptions) -> dict[str, Any]:
+    from luma.runtime.json_text import DuplicateKeyError, NotUtf8Error, decode_utf8, loads
+
     args: dict[str, Any] = {}
     if options.input is not None:
         text = options.input
         if text.startswith("@"):
             try:
-                text = Path(text[1:]).read_text(encoding="utf-8")
+                text = decode_utf8(Path(text[1:]).read_bytes())
             except OSError as exc:
                 raise StartError([f"--input: cannot read {text[1:]}: {exc.strerror or exc}"]) from None
+            except NotUtf8Error as exc:
+                raise StartError([f"--input: {text[1:]} {exc}"]) from None
         try:
-            value = json.loads(text)
+            value = loads(text)
         except json.JSONDecodeError as exc:
             raise StartError([f"--input is not valid JSON: {exc.msg} at line {exc.lineno} "
                               f"column {exc.colno}"]) from None
+        except DuplicateKeyError as exc:
+            raise StartError([f"--input: duplicate key '{p}'" for p in exc.paths]) from None
+        except ValueError as exc:
+            raise StartError([f"--input is not valid JSON: {exc}"]) from None
         if not isinstance(value, dict):
             raise StartError(["--input must be a JSON object of argument names to values"])
         args.update(value)
     for key, raw in options.args:
         try:
-            args[key] = json.loads(raw)
+            args[key] = loads(raw)
         except json.JSONDecodeError:
             args[key] = raw
+        except DuplicateKeyError as exc:
+            raise StartError([f"--arg {key}: duplicate key '{p}'" for p in exc.paths]) from None
+        except ValueError as exc:
+            raise StartError([f"--arg {key}: {exc}"]) from None
     return args
 
 
@@ -208,6 +395,10 @@ async def _execute(runtime: Any, target: Target) -> Any:
         if target.agent is None:
             return await interpreter.run_top_level()
         assert target.fn is not None
+        try:
+            interpreter.check_arguments(target.agent, target.fn, target.args)
+        except LumaError as exc:
+            raise ArgumentsRefused(exc) from None
         return await interpreter.call_method(target.agent, target.fn, target.args)
     finally:
         close = getattr(runtime, "aclose", None)

@@ -1,56 +1,97 @@
-"""Telemetry events (RUNTIME.md §7): kept in memory for the run, written as JSON Lines with
-``--trace FILE``, and shown on stderr with ``-v``. Callers never pass secrets in; the writer
-also scrubs any value it was told is secret, as a second line of defence."""
+"""Telemetry events (RUNTIME.md §7): streamed as JSON Lines to ``--trace FILE`` and shown on
+stderr with ``-v`` as they happen; only the last :data:`HISTORY` events stay in memory, so a run's
+memory does not grow with its number of calls. Callers never pass secrets in; every event goes
+through the run's :class:`~luma.runtime.secrets.SecretRedactor` before it is kept or written, as a
+second line of defence."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
+from collections import deque
 from datetime import datetime, timezone
 from typing import IO, Any
+
+from luma.runtime.secrets import SecretRedactor
+
+HISTORY = 1000
+"""How many of the latest events a run keeps in memory (``Telemetry.events``)."""
+
+
+_TRACE_START = re.compile(rb'\{"ts": "[^"]*", "event": "')
+
+
+def is_trace(head: bytes) -> bool:
+    """Whether a file starting with ``head`` is a trace Luma wrote (its first event line)."""
+    return _TRACE_START.match(head) is not None
 
 
 class Telemetry:
     def __init__(self, trace_path: str | None = None, *, verbose: bool = False,
-                 stderr: IO[str] | None = None) -> None:
-        self.events: list[dict[str, Any]] = []
+                 stderr: IO[str] | None = None, redactor: SecretRedactor | None = None,
+                 history: int = HISTORY) -> None:
+        self._history: deque[dict[str, Any]] = deque(maxlen=max(0, history))
+        self.emitted = 0  # every event of the run, kept or not
         self.verbose = verbose
         self.stderr = stderr if stderr is not None else sys.stderr
+        self.trace_path = trace_path
+        self.redactor = redactor if redactor is not None else SecretRedactor()
         self._trace: IO[str] | None = open(trace_path, "w", encoding="utf-8") if trace_path else None
-        self._secrets: set[str] = set()
         self._lock = threading.Lock()
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """The latest events (at most ``history``), oldest first."""
+        with self._lock:
+            return list(self._history)
 
     def add_secret(self, value: str) -> None:
         """A value that must never be written: replaced by ``[secret]`` wherever it appears."""
-        if value and len(value) >= 3:
-            self._secrets.add(value)
+        self.redactor.add(value)
 
     def emit(self, event: str, **fields: Any) -> dict[str, Any]:
         record: dict[str, Any] = {"ts": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
                                   "event": event}
         record.update(fields)
+        redactor = self.redactor
+        if redactor:
+            record = redactor.redact_value(record)
         with self._lock:
-            self.events.append(record)
+            self.emitted += 1
+            self._history.append(record)
             if self._trace is not None or self.verbose:
-                line = self._scrub(json.dumps(record, ensure_ascii=False, default=str))
                 if self._trace is not None:
-                    self._trace.write(line + "\n")
-                    self._trace.flush()
+                    line = redactor.redact(json.dumps(record, ensure_ascii=False, default=str))
+                    try:
+                        self._trace.write(line + "\n")
+                        self._trace.flush()
+                    except OSError as exc:
+                        self._trace_failed(exc)
                 if self.verbose:
-                    self.stderr.write(self._scrub(_human(record)) + "\n")
+                    self.stderr.write(redactor.redact(_human(record)) + "\n")
         return record
 
-    def _scrub(self, text: str) -> str:
-        for secret in self._secrets:
-            if secret in text:
-                text = text.replace(secret, "[secret]")
-        return text
+    def _trace_failed(self, exc: OSError) -> None:
+        """A trace that cannot be written (a full disk) does not stop the run: the run's
+        effects matter more than its record. Say so once and stop writing it."""
+        trace, self._trace = self._trace, None
+        try:
+            if trace is not None:
+                trace.close()
+        except OSError:
+            pass
+        self.stderr.write(f"warning: cannot write the trace file {self.trace_path}: "
+                          f"{exc.strerror or exc}; the trace is incomplete\n")
 
     def close(self) -> None:
         if self._trace is not None:
-            self._trace.close()
-            self._trace = None
+            trace, self._trace = self._trace, None
+            try:
+                trace.close()
+            except OSError as exc:
+                self._trace_failed(exc)
 
 
 def _human(record: dict[str, Any]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from providers import sdk_types
 from providers.server import Captured, FakeServer, Reply, WireError, require
 
 KEY = "sk-ant-test-0123456789"
@@ -19,6 +20,8 @@ def validate(req: Captured) -> Reply | None:
         require("authorization" not in req.headers, "no bearer token expected")
         body = req.body
         require(isinstance(body, dict), "body must be a JSON object")
+        sdk = sdk_types.anthropic_problems(body)
+        require(not sdk, f"the request does not fit the anthropic SDK's types: {sdk}")
         require(isinstance(body.get("model"), str), "model: Field required")
         require(isinstance(body.get("max_tokens"), int), "max_tokens: Field required")
         require(isinstance(body.get("system", ""), str), "system must be text here")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from providers import sdk_types
 from providers.server import Captured, FakeServer, Reply, WireError, require
 
 KEY = "AIzaTest0123456789"
@@ -14,13 +15,22 @@ SCHEMA_KEYS = {"type", "format", "title", "description", "nullable", "enum", "ma
                "default", "items", "minimum", "maximum"}
 
 
+JSON_SCHEMA_KEYS = {"$id", "$defs", "$ref", "$anchor", "type", "format", "title", "description",
+                    "enum", "items", "prefixItems", "minItems", "maxItems", "minimum",
+                    "maximum", "anyOf", "oneOf", "properties", "additionalProperties",
+                    "required", "propertyOrdering"}
+
+
 def schema_violations(schema: Any, path: str) -> list[str]:
-    """What Gemini's Schema object would reject (unknown fields, empty OBJECT properties)."""
+    """What Gemini's Schema object (``responseSchema``, ``parameters``: the OpenAPI subset)
+    would reject: unknown fields, an OBJECT without properties, a schema without a type."""
     if not isinstance(schema, dict):
         return [f"{path}: not an object"]
     problems = [f'Invalid JSON payload received. Unknown name "{k}" at \'{path}\''
                 for k in schema if k not in SCHEMA_KEYS]
-    if schema.get("properties") == {}:
+    if "anyOf" not in schema and "type" not in schema:
+        problems.append(f"{path}: * GenerateContentRequest.{path}.type: must be specified")
+    if schema.get("type") == "object" and not schema.get("properties"):
         problems.append(f"{path}.properties: should be non-empty for OBJECT type")
     if "format" in schema and schema["format"] not in ("date-time", "enum"):
         problems.append(f"{path}.format: unsupported format {schema['format']}")
@@ -33,6 +43,56 @@ def schema_violations(schema: Any, path: str) -> list[str]:
     return problems
 
 
+def json_schema_violations(schema: Any, path: str) -> list[str]:
+    """What Gemini's JSON-Schema fields (``responseJsonSchema``, ``parametersJsonSchema``) would
+    reject, by the rules the API documents: only the supported keywords, a ``$ref`` alone in its
+    node (beside other ``$`` keywords), enums of strings and numbers, and a recursive reference
+    only inside a property that is not required."""
+    if not isinstance(schema, dict):
+        return [f"{path}: not an object"]
+    defs = schema.get("$defs") if isinstance(schema.get("$defs"), dict) else {}
+    problems: list[str] = []
+
+    def walk(node: Any, at: str) -> None:
+        if not isinstance(node, dict):
+            problems.append(f"{at}: not a schema")
+            return
+        problems.extend(f"{at}: keyword '{k}' is not supported" for k in node
+                        if k not in JSON_SCHEMA_KEYS)
+        if "$ref" in node and any(not k.startswith("$") for k in node) and at != path:
+            problems.append(f"{at}: a $ref may not have sibling keywords")
+        for v in node.get("enum") or []:
+            if not isinstance(v, (str, int, float)) or isinstance(v, bool):
+                problems.append(f"{at}.enum: only strings and numbers")
+        for key in ("items", "additionalProperties"):
+            if isinstance(node.get(key), dict):
+                walk(node[key], f"{at}.{key}")
+        for key in ("anyOf", "oneOf", "prefixItems"):
+            for i, sub in enumerate(node.get(key) or []):
+                walk(sub, f"{at}.{key}[{i}]")
+        for key in ("properties", "$defs"):
+            for name, sub in (node.get(key) or {}).items():
+                walk(sub, f"{at}.{key}.{name}")
+
+    walk(schema, path)
+
+    def refs(node: Any) -> set[str]:
+        text = json.dumps(node)
+        return {name for name in defs if f'"#/$defs/{name}"' in text}
+
+    def reaches(start: str, goal: str, seen: frozenset[str]) -> bool:
+        return start == goal or (start not in seen and any(
+            reaches(n, goal, seen | {start}) for n in refs(defs.get(start))))
+
+    for name, d in defs.items():
+        for field in d.get("required", []):
+            sub = (d.get("properties") or {}).get(field)
+            if any(reaches(r, name, frozenset()) for r in refs(sub)):
+                problems.append(f"{path}.$defs.{name}.properties.{field}: a cyclic reference "
+                                "may only be used within a property that is not required")
+    return problems
+
+
 def validate(req: Captured, model: str = "m-1") -> Reply | None:
     try:
         require(req.path == f"/v1beta/models/{model}:generateContent",
@@ -42,6 +102,8 @@ def validate(req: Captured, model: str = "m-1") -> Reply | None:
         require("key" not in req.query, "the key goes in the header here")
         body = req.body
         require(isinstance(body, dict), "body must be a JSON object")
+        sdk = sdk_types.gemini_problems(body)
+        require(not sdk, f"the request does not fit google-genai's types: {sdk}")
         declared = _check_tools(body)
         config = (body.get("toolConfig") or {}).get("functionCallingConfig")
         if config is not None:
@@ -52,6 +114,14 @@ def validate(req: Captured, model: str = "m-1") -> Reply | None:
                 require(set(allowed) <= declared, "allowedFunctionNames names an undeclared "
                                                   "function")
         generation = body.get("generationConfig") or {}
+        require(not ("responseSchema" in generation and "responseJsonSchema" in generation),
+                "responseSchema and responseJsonSchema are mutually exclusive")
+        if "responseJsonSchema" in generation:
+            require(generation.get("responseMimeType") == "application/json",
+                    "responseJsonSchema needs responseMimeType application/json")
+            problems = json_schema_violations(generation["responseJsonSchema"],
+                                              "generation_config.response_json_schema")
+            require(not problems, "\n".join(problems))
         if "responseSchema" in generation:
             require(generation.get("responseMimeType") == "application/json",
                     "responseSchema needs responseMimeType application/json")
@@ -79,6 +149,13 @@ def _check_tools(body: dict[str, Any]) -> set[str]:
     for tool in body.get("tools") or []:
         for i, d in enumerate(tool.get("functionDeclarations") or []):
             require(isinstance(d.get("name"), str), "functionDeclarations.name")
+            require(not ("parameters" in d and "parametersJsonSchema" in d),
+                    "parameters and parametersJsonSchema are mutually exclusive")
+            if "parametersJsonSchema" in d:
+                problems = json_schema_violations(
+                    d["parametersJsonSchema"],
+                    f"tools[0].function_declarations[{i}].parameters_json_schema")
+                require(not problems, "\n".join(problems))
             if "parameters" in d:
                 problems = schema_violations(
                     d["parameters"], f"tools[0].function_declarations[{i}].parameters")

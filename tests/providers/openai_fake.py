@@ -6,12 +6,13 @@ import json
 import re
 from typing import Any
 
+from providers import sdk_types
 from providers.server import Captured, FakeServer, Reply, WireError, require
 
 KEY = "sk-test-0123456789abcdef"
 NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 STRICT_KEYS = {"type", "description", "title", "properties", "required", "additionalProperties",
-               "items", "enum", "const", "anyOf", "$ref", "$defs", "pattern", "format",
+               "items", "enum", "anyOf", "$ref", "$defs", "pattern", "format",
                "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
                "minItems", "maxItems"}
 STRICT_FORMATS = {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6",
@@ -33,8 +34,8 @@ def strict_violations(schema: Any, path: str = "#", root: bool = True) -> list[s
         problems.append(f"{path}: $ref may not have sibling keywords")
     if "format" in schema and schema["format"] not in STRICT_FORMATS:
         problems.append(f"{path}: format '{schema['format']}' is not supported")
-    if not any(k in schema for k in ("type", "enum", "const", "anyOf", "$ref")):
-        problems.append(f"{path}: a schema must have a type")
+    if not any(k in schema for k in ("type", "anyOf", "$ref")):
+        problems.append(f"{path}: schema must have a 'type' key")
     types = schema.get("type")
     types = types if isinstance(types, list) else [types]
     if "object" in types:
@@ -49,10 +50,52 @@ def strict_violations(schema: Any, path: str = "#", root: bool = True) -> list[s
         problems.append(f"{path}: a nullable enum must list null")
     if isinstance(schema.get("items"), dict):
         problems += strict_violations(schema["items"], f"{path}/items", False)
+    if root:
+        problems += _limit_violations(schema)
     for i, sub in enumerate(schema.get("anyOf", [])):
         problems += strict_violations(sub, f"{path}/anyOf/{i}", False)
     for name, sub in (schema.get("$defs") or {}).items():
         problems += strict_violations(sub, f"{path}/$defs/{name}", False)
+    return problems
+
+
+def _limit_violations(schema: dict[str, Any]) -> list[str]:
+    """OpenAI's documented size limits of a strict schema: at most 10 levels of object nesting,
+    5000 object properties and 1000 enum values in all."""
+    defs = schema.get("$defs") or {}
+    nodes: list[dict[str, Any]] = []
+
+    def collect(node: Any) -> None:
+        if isinstance(node, dict):
+            nodes.append(node)
+            for key in ("properties", "$defs"):
+                for sub in (node.get(key) or {}).values():
+                    collect(sub)
+            for sub in node.get("anyOf") or []:
+                collect(sub)
+            collect(node.get("items"))
+
+    def depth(node: Any, expanding: tuple[str, ...]) -> int:
+        if not isinstance(node, dict):
+            return 0
+        name = str(node.get("$ref", "")).removeprefix("#/$defs/")
+        if "$ref" in node:
+            return 0 if name in expanding else depth(defs.get(name), (*expanding, name))
+        subs = [*(node.get("properties") or {}).values(), *(node.get("anyOf") or []),
+                node.get("items")]
+        return ("properties" in node) + max((depth(s, expanding) for s in subs), default=0)
+
+    collect(schema)
+    problems = []
+    levels = depth(schema, ())
+    if levels > 10:
+        problems.append(f"#: {levels} levels of nesting exceeds the limit of 10")
+    properties = sum(len(n.get("properties") or {}) for n in nodes)
+    if properties > 5000:
+        problems.append(f"#: {properties} object properties exceeds the limit of 5000")
+    enums = sum(len(n.get("enum") or []) for n in nodes)
+    if enums > 1000:
+        problems.append(f"#: {enums} enum values exceeds the limit of 1000")
     return problems
 
 
@@ -72,6 +115,8 @@ def validate(req: Captured, *, azure: bool = False, deployment: str = "") -> Rep
                 "content-type must be application/json")
         body = req.body
         require(isinstance(body, dict), "body must be a JSON object")
+        sdk = sdk_types.azure_problems(body) if azure else sdk_types.openai_problems(body)
+        require(not sdk, f"the request does not fit the openai SDK's types: {sdk}")
         if not azure:
             require(isinstance(body.get("model"), str), "'model' is required")
         _check_messages(body.get("messages"))

@@ -1,0 +1,40 @@
+"""Telemetry keeps a bounded history: a long run streams every event to ``--trace`` and keeps
+only the latest ``HISTORY`` in memory, so memory stays flat in the number of calls."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from luma.runtime.telemetry import HISTORY
+from runtime.harness import context, program, runtime
+
+PROGRAM = """
+schema Out { n: int @range(0, 0) @severity("soft") }
+tool count(n: int) -> Out { description: "Echo n." }
+"""
+CALLS = 10_000
+
+
+def test_a_10k_call_loop_keeps_a_bounded_history_and_traces_every_event(tmp_path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    rt = runtime(program(PROGRAM), {"count": lambda input: {"n": input["n"]}}, trace=str(trace))
+
+    async def loop() -> None:
+        ctx = context(rt)
+        for i in range(CALLS):
+            await rt.pipeline.call("count", {"n": i}, ctx)
+
+    asyncio.run(loop())
+    rt.telemetry.close()
+    # each call but the first breaks the soft rule: one warning and one tool.call event
+    assert rt.telemetry.emitted == 2 * CALLS - 1
+    events = rt.telemetry.events
+    assert len(events) == HISTORY
+    assert events[-1]["event"] == "tool.call" and events[-2]["message"] == (
+        f"count.output.n: {CALLS - 1} is greater than the maximum of 0")
+    assert len(rt.warnings) == HISTORY
+    lines = trace.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2 * CALLS - 1
+    assert sum(1 for line in lines if json.loads(line)["event"] == "tool.call") == CALLS
+    assert rt.stderr.getvalue().count("warning[SOFT_RULE]") == CALLS - 1
