@@ -106,7 +106,8 @@ def test_a_corrupt_file_is_quarantined_with_a_warning(tmp_path: Path) -> None:
      "the envelope does not have the fields of a store"),
     ('{"version": 1, "records": {"db_write": {"r-1": {"result": 1}}}}',
      "the record of key 'r-1' of tool 'db_write' is malformed"),
-    (b'{"version": 1, "records": {"db_write": \xff\xfe{}', "not valid UTF-8"),
+    (b'{"version": 1, "records": {"db_write": \xff\xfe{}',
+     "not UTF-8 text (byte 0xff at offset 39)"),
 ])
 def test_a_store_of_the_wrong_shape_is_quarantined(tmp_path: Path, content: str | bytes,
                                                    reason: str) -> None:

@@ -150,7 +150,7 @@ def test_a_lock_path_that_is_a_symbolic_link_is_not_followed(tmp_path: Path,
     (b"", "the file is empty"),
     (b"[1, 2]", "not a store envelope"),
     (b'{"name": "my-app", "dependencies": {}}', "not a store envelope"),
-    (b"\xff\xfe{}", "not valid UTF-8"),
+    (b"\xff\xfe{}", "not UTF-8 text (byte 0xff at offset 0)"),
     (b'{"version": true, "records": {}}', 'its "version" is true, not 1'),
     (b'{"version": 1.0, "records": {}}', 'its "version" is 1.0, not 1'),
     (b'{"version": "1", "records": {}}', "its \"version\" is '1', not 1"),
@@ -223,17 +223,19 @@ def record_text(result: str = '"x"', expires: str = "9999999999999") -> str:
 
 
 @pytest.mark.parametrize("content, reason", [
-    (a_store_with(record_text(result="[" * 100_000 + "]" * 100_000)), "nested too deeply"),
+    (a_store_with(record_text(result="[" * 100_000 + "]" * 100_000)),
+     "the value nests deeper than 200 levels"),
     (a_store_with(record_text(result='{"a":' * 100_000 + "1" + "}" * 100_000)),
-     "nested too deeply"),
-    (a_store_with(record_text(expires="9" * 5000)), "a number of 5000 digits"),
+     "the value nests deeper than 200 levels"),
+    (a_store_with(record_text(expires="9" * 5000)),
+     "an int of 5000 digits is beyond ±1.8e308, the range of a JSON number"),
     (a_store_with(record_text(expires="1" + "0" * 30)),
      "the record of key 'r-1' of tool 'db_write' is malformed"),
-    (a_store_with(record_text(result="1" + "0" * 400 + ".5")), "a number out of range"),
-    (a_store_with(record_text(result="NaN")), "NaN is not JSON"),
-    ('{"version":1,"records":{"db_write":{}},"records":{}}', 'the key "records" appears twice'),
+    (a_store_with(record_text(result="1" + "0" * 400 + ".5")), "10000000000"),
+    (a_store_with(record_text(result="NaN")), "NaN is not a JSON number"),
+    ('{"version":1,"records":{"db_write":{}},"records":{}}', "duplicate key 'records'"),
     (a_store_with(record_text().replace('"stored_at_ms":1', '"stored_at_ms":1,"stored_at_ms":2')),
-     'the key "stored_at_ms" appears twice'),
+     "duplicate key 'records.db_write.r-1.stored_at_ms'"),
     ('{"version":1,"records":{"db_write":{"r-1":', "not valid JSON: Expecting"),
     ('{"version": 1}', "the envelope does not have the fields of a store"),
 ])
@@ -247,7 +249,7 @@ def test_a_corrupt_store_is_quarantined_whatever_it_holds(tmp_path: Path, conten
     assert len(quarantined) == 1 and quarantined[0].read_text() == content
     assert len(warnings) == 1
     assert warnings[0].startswith(f"Idempotency store '{path}' is corrupt ({reason}")
-    assert "\n" not in warnings[0] and len(warnings[0]) < 400
+    assert "\n" not in warnings[0] and len(warnings[0]) < 2 * len(str(path)) + 300
     assert run_once(store).replayed is False
 
 
@@ -337,7 +339,7 @@ def test_an_encrypted_envelope_with_a_duplicate_field_is_quarantined(tmp_path: P
                     + '"}')
     warnings: list[str] = []
     FileIdempotencyStore(path, encryption="aes-256-gcm", environ=SECRET, warn=warnings.append)
-    assert len(warnings) == 1 and 'is corrupt (the key "nonce" appears twice)' in warnings[0]
+    assert len(warnings) == 1 and "is corrupt (duplicate key 'nonce')" in warnings[0]
 
 
 def test_turning_encryption_on_encrypts_the_existing_records(tmp_path: Path) -> None:

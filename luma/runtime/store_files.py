@@ -4,7 +4,7 @@ what it reads strictly (RUNTIME.md §5).
 
 - :func:`read_store_file` reads the store file, refusing anything that is not a regular file.
 - :func:`open_lock_file` and :func:`ensure_folder` open the lock files and the claim folder.
-- :func:`loads_strict` parses JSON with no duplicate keys, bounded nesting and bounded numbers.
+- :func:`loads_strict` parses JSON strictly (Luma's one strict reader) and says why not.
 
 Each refusal is a :class:`Refused` whose text is the one-line message the user sees.
 """
@@ -13,15 +13,10 @@ from __future__ import annotations
 
 import errno
 import json
-import math
 import os
 import stat
 from pathlib import Path
 from typing import Any, NamedTuple
-
-# Integers longer than this are refused before Python converts them (its own conversion limit;
-# a file that needs more is not a store).
-MAX_INTEGER_DIGITS = 4300
 
 _KINDS = {stat.S_IFLNK: "a symbolic link", stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO",
           stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
@@ -145,51 +140,28 @@ def is_regular(path: Path) -> bool:
 # -- strict JSON ---------------------------------------------------------------------------------
 
 def loads_strict(data: bytes) -> Any:
-    """Parse ``data`` as JSON, raising :class:`BadJSON` for anything a store never holds:
-    invalid UTF-8 or JSON, a duplicate key, ``NaN``/``Infinity``, a number too long or out of
-    range, or nesting too deep for the parser."""
+    """Parse ``data`` with Luma's one strict JSON reader (:func:`luma.runtime.json_text.loads`:
+    UTF-8, no duplicate key, no ``NaN``/``Infinity``, numbers within a float's range, bounded
+    nesting), raising :class:`BadJSON` with a short reason for anything else."""
+    from luma.runtime.json_text import NotUtf8Error, decode_utf8, loads
+
     if not data.strip():
         raise BadJSON("the file is empty")
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise BadJSON("not valid UTF-8") from None
-    try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_int=_integer,
-                          parse_float=_finite, parse_constant=_constant)
-    except RecursionError:
-        raise BadJSON("nested too deeply") from None
+        return loads(decode_utf8(data))
+    except NotUtf8Error as exc:
+        raise BadJSON(_short(f"not UTF-8 text (byte 0x{exc.byte:02x} at offset {exc.offset})")) \
+            from None
     except json.JSONDecodeError as exc:
-        raise BadJSON(f"not valid JSON: {exc}") from None
+        raise BadJSON(_short(f"not valid JSON: {exc}")) from None
+    except (ValueError, RecursionError) as exc:
+        raise BadJSON(_short(str(exc) or "nested too deeply")) from None
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result = dict(pairs)
-    if len(result) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise BadJSON(f"the key {json.dumps(key[:40])} appears twice")
-            seen.add(key)
-    return result
-
-
-def _integer(text: str) -> int:
-    digits = len(text) - text.startswith("-")
-    if digits > MAX_INTEGER_DIGITS:
-        raise BadJSON(f"a number of {digits} digits")
-    return int(text)
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise BadJSON("a number out of range")
-    return value
-
-
-def _constant(name: str) -> Any:
-    raise BadJSON(f"{name} is not JSON")
+def _short(reason: str) -> str:
+    """A reason fit for a one-line message (a number of 400 digits is cut)."""
+    reason = " ".join(reason.split())
+    return reason if len(reason) <= 160 else reason[:157] + "..."
 
 
 def shown_value(value: Any) -> str:
