@@ -187,9 +187,10 @@ def test_a_relative_path_may_not_leave_the_programs_folder(tmp_path: Path) -> No
     project.mkdir()
     with pytest.raises(StoreStartupError) as caught:
         open_idempotency_store("file", "../state/idem.json", base_dir=project)
+    outside = tmp_path / "state" / "idem.json"
     assert caught.value.message == (
-        f"idempotency_store.path '../state/idem.json' resolves to {tmp_path / 'state' / 'idem.json'}"
-        ", outside the program's folder; give an absolute path to keep the store elsewhere.")
+        f"idempotency_store.path '../state/idem.json' resolves to {outside}, outside the "
+        "program's folder; give an absolute path to keep the store elsewhere.")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["project"]
     # Through a symbolic link to a folder outside: the same.
     (tmp_path / "out").mkdir()
@@ -238,6 +239,8 @@ def record_text(result: str = '"x"', expires: str = "9999999999999") -> str:
      "duplicate key 'records.db_write.r-1.stored_at_ms'"),
     ('{"version":1,"records":{"db_write":{"r-1":', "not valid JSON: Expecting"),
     ('{"version": 1}', "the envelope does not have the fields of a store"),
+    ('{"version":1,"records":{"db_write":{"line\\none":{}}}}',
+     "the record of key 'line\\none' of tool 'db_write' is malformed"),
 ])
 def test_a_corrupt_store_is_quarantined_whatever_it_holds(tmp_path: Path, content: str,
                                                           reason: str) -> None:

@@ -499,14 +499,19 @@ def _check_records(records: Any) -> None:
         raise _Corrupt("the records are not an object")
     for tool, by_key in records.items():
         if not isinstance(by_key, dict):
-            raise _Corrupt(f"the records of tool '{tool[:80]}' are not an object")
+            raise _Corrupt(f"the records of tool '{_name(tool)}' are not an object")
         for key, record in by_key.items():
             if not isinstance(record, dict) or record.keys() != _RECORD_FIELDS \
                     or not isinstance(record["fingerprint"], str) \
                     or not _is_ms(record["stored_at_ms"]) \
                     or not _is_ms(record["expires_at_ms"]):
-                raise _Corrupt(f"the record of key '{key[:80]}' of tool '{tool[:80]}' is "
+                raise _Corrupt(f"the record of key '{_name(key)}' of tool '{_name(tool)}' is "
                                "malformed")
+
+
+def _name(text: str) -> str:
+    """A tool name or key from the file, fit for a one-line message (escaped, cut at 80)."""
+    return json.dumps(text[:80], ensure_ascii=False)[1:-1]
 
 
 def _is_ms(value: Any) -> bool:
