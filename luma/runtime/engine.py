@@ -65,6 +65,8 @@ class Runtime:
         # tool name → the semaphore of its module (tool_module_policy.max_concurrency)
         self.concurrency_limits: dict[str, asyncio.Semaphore] = {}
         self.datasources: Any = None  # luma.data.bridges.Datasources: closed with the run
+        # the tool whose sync handler is running on the event loop's thread right now
+        self.inline_handler: str | None = None
         self.pipeline = ToolPipeline(self)
 
     @property
