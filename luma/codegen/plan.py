@@ -28,6 +28,7 @@ class FieldSpec:
     optional: bool
     desc: str | None = None
     tag_value: str | None = None
+    nullable: bool = False  # the key is there, its value may be null (a bridge's parameter)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,29 @@ class ToolSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class DataSpec:
+    """A query or command: the parameters its bridge receives and what it returns."""
+
+    tool: str
+    kind: str  # "query" or "command"
+    params: ObjectSpec  # every parameter, present (an optional one not given is null)
+    result: str  # the name of the result type the file declares
+    rows: ast.TypeExpr | None  # the declared return type; None: {"rows_affected": int}
+
+
+@dataclass(frozen=True, slots=True)
+class DataPlan:
+    """The datasources of a program (only when it declares one): a type per query and command,
+    the bridge type and ``GeneratedDatasources``, the type of a module's ``datasources``."""
+
+    datasources: tuple[str, ...]
+    specs: tuple[DataSpec, ...]
+    rows_affected: str  # ``RowsAffected``
+    bridge: str  # ``DatasourceBridge``
+    module: str  # ``GeneratedDatasources``
+
+
+@dataclass(frozen=True, slots=True)
 class TypePlan:
     """Everything a generated file declares, in the order it declares it."""
 
@@ -68,6 +92,7 @@ class TypePlan:
     type_names: dict[str, str]  # schema name in the program -> its name in the generated file
     tool_handler: str  # the generic handler type (``ToolHandler``)
     module: str  # ``GeneratedToolModule``
+    data: DataPlan | None = None
 
     def type_name(self, name: str) -> str:
         return self.type_names[name]
@@ -144,14 +169,52 @@ def build_plan(program: ast.Program, source: str, reserved: Callable[[str], bool
             description=description,
         ))
 
+    tool_handler = names.take("ToolHandler")
+    module = names.take("GeneratedToolModule")
     return TypePlan(
         source=source,
         declarations=tuple(declarations),
         tools=tuple(tools),
         type_names=type_names,
-        tool_handler=names.take("ToolHandler"),
-        module=names.take("GeneratedToolModule"),
+        tool_handler=tool_handler,
+        module=module,
+        data=_data_plan(program, names, check_type),
     )
+
+
+def _data_plan(program: ast.Program, names: _Names,
+               check_type: Callable[[ast.TypeExpr, str], None]) -> DataPlan | None:
+    if not program.datasources:
+        return None
+    specs: list[DataSpec] = []
+    seen: set[str] = set()
+    for tool in program.tools:
+        if tool.kind == "tool" or tool.name in seen:
+            continue
+        seen.add(tool.name)
+        where = f"{tool.kind} '{tool.name}'"
+        base = pascal_case(tool.name)
+        params = _dedupe(
+            FieldSpec(f.name, f.type, optional=False, desc=desc_of(f),
+                      nullable=f.optional and f.annotation("default") is None)
+            for f in tool.params)
+        for f in params:
+            assert f.type is not None
+            check_type(f.type, where)
+        if tool.returns is not None:
+            check_type(tool.returns, where)
+        specs.append(DataSpec(
+            tool.name, tool.kind,
+            ObjectSpec(names.take(base + "Params"), params,
+                       doc=f"The parameters the bridge receives for the {tool.kind} "
+                           f"'{tool.name}'."),
+            names.take(base + "Result"), tool.returns))
+    datasources: list[str] = []
+    for decl in program.datasources:
+        if decl.name not in datasources:
+            datasources.append(decl.name)
+    return DataPlan(tuple(datasources), tuple(specs), names.take("RowsAffected"),
+                    names.take("DatasourceBridge"), names.take("GeneratedDatasources"))
 
 
 def desc_of(f: ast.Field) -> str | None:

@@ -68,6 +68,25 @@ class _TypeScriptWriter:
             f"/** Every tool of {source} with its handler type. */\n"
             f"export interface {plan.module} {{\n{module_fields}}}\n"
         )
+        data = plan.data
+        if data is not None:
+            blocks.append(f"/** What a command with no return type returns. */\n"
+                          f"export interface {data.rows_affected} {{\n  rows_affected: number;\n}}\n")
+            for spec in data.specs:
+                blocks.append(self._interface(spec.params))
+                result = self._type(spec.rows) if spec.rows is not None else data.rows_affected
+                blocks.append(f"/** What the {spec.kind} '{spec.tool}' returns. */\n"
+                              f"export type {spec.result} = {result};\n")
+            rows = "Record<string, unknown>[] | number"
+            blocks.append(
+                "/** A bridge: the SQL with its :name placeholders and the parameters in, the rows"
+                " (or a command's rows affected) out; sync or async. */\n"
+                f"export type {data.bridge} =\n"
+                "  (sql: string, params: Record<string, unknown>, signal?: AbortSignal) =>\n"
+                f"    {rows} | Promise<{rows}>;\n")
+            fields = "".join(f"  {_key(name)}?: {data.bridge};\n" for name in data.datasources)
+            blocks.append(f"/** The datasources of {source} a tool module may bridge. */\n"
+                          f"export interface {data.module} {{\n{fields}}}\n")
         return "\n".join(blocks)
 
     def _union(self, union: UnionSpec) -> str:
@@ -88,6 +107,8 @@ class _TypeScriptWriter:
     def _field(self, f: FieldSpec) -> str:
         doc = _jsdoc(f.desc, "  ") if f.desc else ""
         t = _str(f.tag_value or "") if f.type is None else self._type(f.type)
+        if f.nullable:
+            t = f"{t} | null"
         return f"{doc}  {_key(f.name)}{'?' if f.optional else ''}: {t};\n"
 
     def _type(self, t: ast.TypeExpr) -> str:
