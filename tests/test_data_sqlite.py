@@ -381,3 +381,37 @@ agent Clerk {
     assert code == 0, err
     assert [r["id"] for r in out] == ["c1", "c2"]  # type: ignore[union-attr]
     assert not (tmp_path / ":memory:").exists()
+
+
+def test_export_shows_parameters_and_description_never_the_sql(tmp_path: Path) -> None:
+    project(tmp_path, 'tool customer({ id: "c1" })\n')
+    for provider in ("openai", "anthropic", "gemini"):
+        result = luma("export", "shop.luma", "--provider", provider, cwd=tmp_path)
+        assert result.code == 0, result.stderr
+        assert "The biggest customers first." in result.stdout
+        assert "min_total" in result.stdout and "record_payment" not in result.stdout
+        assert "SELECT" not in result.stdout and "INSERT" not in result.stdout
+        assert "FROM customers" not in result.stdout and ":min_total" not in result.stdout
+
+
+def test_a_model_calls_a_query_natively(tmp_path: Path) -> None:
+    project(tmp_path, """\
+schema Answer { names: string[] }
+agent Analyst {
+  tools: [top, pay]
+  tool_policy: "deny_write"
+  fn run() -> Answer {
+    ask "Who are the biggest customers?" -> Answer
+  }
+}
+""")
+    result = luma("shop.luma", "--trace", "trace.jsonl", cwd=tmp_path)
+    assert result.code == 0, result.stderr
+    events = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
+    native = [(e["tool"], e["mode"], e["outcome"]) for e in events if e["event"] == "tool.call"]
+    assert ("top", "native", "ok") in native
+    assert ("pay", "native", "TOOL_PERMISSION_DENIED") in native or \
+        all(t != "pay" for t, _, _ in native)
+    assert [e["rows"] for e in events if e["event"] == "datasource.call"] == [2]
+    db = sqlite3.connect(tmp_path / "shop.db")
+    assert db.execute("SELECT count(*) FROM payments").fetchone() == (0,)
