@@ -29,6 +29,7 @@ def test_runs_end_in_results_or_worded_errors(tmp_path) -> None:
 
 def test_cases_cover_every_hostile_behaviour() -> None:
     cases = make_cases(RUNS, seed_value=20261201)
+    cases += make_cases(RUNS, seed_value=20261202)
     seen = {b for case, _ in cases for b, _ in case.behaviours.values()}
     assert seen == set(HOSTILE)
 
