@@ -415,3 +415,99 @@ agent Analyst {
     assert [e["rows"] for e in events if e["event"] == "datasource.call"] == [2]
     db = sqlite3.connect(tmp_path / "shop.db")
     assert db.execute("SELECT count(*) FROM payments").fetchone() == (0,)
+
+
+def test_a_command_needs_approval_under_an_approval_policy(tmp_path: Path) -> None:
+    project(tmp_path, """\
+agent Clerk {
+  tool_policy: "approval"
+  tools: [top, pay]
+  fn run() -> any {
+    rows = tool top({ min_total: 100 })
+    tool pay({ request_id: "r1", customer_id: "c1", amount: 1 })
+  }
+}
+""")
+    result = luma("shop.luma", cwd=tmp_path)
+    assert result.code == 1
+    assert "error[TOOL_PERMISSION_DENIED]: Tool 'pay'" in result.stderr, result.stderr
+    db = sqlite3.connect(tmp_path / "shop.db")
+    assert db.execute("SELECT count(*) FROM payments").fetchone() == (0,)
+    result = luma("shop.luma", cwd=tmp_path, env={"LUMA_APPROVED_TOOLS": "pay"})
+    assert result.code == 0, result.stderr
+    assert json.loads(result.stdout) == {"rows_affected": 1}
+
+
+FLAKY = """\
+from pathlib import Path
+from luma import LumaToolError
+
+def ledger(sql, params):
+    tries = Path("tries.txt")
+    n = int(tries.read_text()) + 1 if tries.exists() else 1
+    tries.write_text(str(n))
+    if n < 3:
+        raise LumaToolError("LEDGER_BUSY", "the ledger is busy", retryable=True)
+    return 1
+
+datasources = {"Ledger": ledger}
+"""
+
+
+def test_a_retried_command_runs_until_it_succeeds(tmp_path: Path) -> None:
+    decls = """\
+datasource Ledger { description: "Remote." }
+command note(request_id: string) {
+  datasource: Ledger
+  sql: "INSERT INTO notes (id) VALUES (:request_id)"
+  idempotent: true
+  idempotency_key: request_id
+  retries: 2
+  retry_delay: 1
+}
+"""
+    project(tmp_path, 'tool note({ request_id: "n1" })\n', decls=decls, config=None,
+            files={"tools.py": FLAKY})
+    result = luma("shop.luma", "--tool-module", "tools.py", "--trace", "t.jsonl", cwd=tmp_path)
+    assert result.code == 0, result.stderr
+    assert json.loads(result.stdout) == {"rows_affected": 1}
+    assert (tmp_path / "tries.txt").read_text() == "3"
+    calls = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert [c["attempts"] for c in calls if c["event"] == "tool.call"] == [3]
+
+
+TYPES_SQL = """\
+CREATE TABLE things (id UUID, price NUMERIC, count DECIMAL, day DATE, at TIMESTAMP,
+                     doc JSON, raw JSONB, ratio REAL, whole INTEGER);
+INSERT INTO things VALUES ('9b2e1c4a-8f3d-4a6b-9c1e-2d3f4a5b6c7d', 12.5, 12, '2024-02-29',
+                           '2024-02-29 10:11:12', '{"a": [1, 2]}', '[true, null]', 0.25,
+                           9007199254740991);
+"""
+
+TYPES_DECLS = """\
+schema Thing {
+  id: string
+  price: float
+  count: int
+  day: string @format("date")
+  at: string
+  doc: map[int[]]
+  raw: any
+  ratio: float
+  whole: int
+}
+datasource Shop { description: "The shop." }
+query things() -> Thing[] {
+  datasource: Shop
+  sql: "SELECT id, price, count, day, at, doc, raw, ratio, whole FROM things"
+}
+"""
+
+
+def test_sqlite_values_become_json(tmp_path: Path) -> None:
+    project(tmp_path, "tool things({})\n", decls=TYPES_DECLS, sql=TYPES_SQL)
+    code, out, err = run(tmp_path)
+    assert code == 0, err
+    assert out == [{"id": "9b2e1c4a-8f3d-4a6b-9c1e-2d3f4a5b6c7d", "price": 12.5, "count": 12,
+                    "day": "2024-02-29", "at": "2024-02-29T10:11:12", "doc": {"a": [1, 2]},
+                    "raw": [True, None], "ratio": 0.25, "whole": 9007199254740991}]

@@ -59,6 +59,9 @@ class BuiltinBridge(Protocol):
     def close(self) -> None:
         """Close every pooled connection."""
 
+    def transient(self, exc: BaseException) -> bool:
+        """Whether the driver's error may pass on a retry (a lost connection, a locked file)."""
+
 
 @dataclass(slots=True)
 class Datasources:
@@ -230,9 +233,14 @@ def _handler(tool: ast.ToolDecl, datasource: str, exported: Any, builtin: Builti
             except LumaError:
                 report(started, None, None, "failed")
                 raise
-            except Exception:
+            except Exception as exc:
                 report(started, None, None, TOOL_FAILED)
-                raise
+                if not bridge.transient(exc):
+                    raise
+                text = " ".join(str(exc).split()) or type(exc).__name__
+                raise LumaError(TOOL_FAILED, f"Tool '{tool.name}' failed: {text}",
+                                retryable=True, tool=tool.name,
+                                details={"exception": type(exc).__name__}) from None
             report(started, len(rows), affected if tool.kind == "command" else None, "ok")
             return shaper.shape(rows, affected, from_builtin=True)
 

@@ -154,6 +154,13 @@ class PostgresBridge:
             return Jsonb(value)
         return value
 
+    def transient(self, exc: BaseException) -> bool:
+        # a dropped connection, a serialization failure or a deadlock: the statement did not
+        # take effect, and its transaction was rolled back
+        errors = self._psycopg.errors
+        return isinstance(exc, (self._psycopg.OperationalError, errors.SerializationFailure,
+                                errors.DeadlockDetected))
+
     def close(self) -> None:
         """Cancel the statements still running (a call the run gave up on), then close every
         connection: nothing is left running on the server."""

@@ -174,6 +174,10 @@ class SqliteBridge:
             conn.set_progress_handler(None, _STEPS)
         return rows, affected
 
+    def transient(self, exc: BaseException) -> bool:
+        return isinstance(exc, sqlite3.OperationalError) and (
+            "locked" in str(exc) or "busy" in str(exc))
+
     def close(self) -> None:
         """Interrupt the statements still running, then close every connection."""
         with self._lock:
