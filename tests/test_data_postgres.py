@@ -107,7 +107,7 @@ def test_values_become_json(pg: tuple[str, psycopg.Connection], tmp_path: Path) 
         "ratio": 0.25}]
     (tmp_path / "ledger.luma").write_text(TYPES_LUMA + "tool blob({})\n")
     result = luma("ledger.luma", cwd=tmp_path, env=env)
-    assert result.code == 1
+    assert result.code == 1, result.stderr
     assert errors(result.stderr).startswith(
         "error[TOOL_OUTPUT_INVALID]: blob.output.blob: a bytes value has no JSON form; convert "
         "it in the SQL (e.g. to text).\n"), result.stderr
@@ -194,7 +194,7 @@ def test_a_slow_statement_ends_at_its_timeout_on_the_server(
     result = luma(*args, cwd=tmp_path, env=env)
     elapsed = time.monotonic() - started
     name = "nap" if statement else "nap_untimed"
-    assert result.code == 1
+    assert result.code == 1, result.stderr
     assert errors(result.stderr).startswith(
         f"error[TOOL_TIMEOUT]: Tool '{name}' timed out after 200 ms.\n"), result.stderr
     assert elapsed < 3, elapsed  # the command itself (Python start-up included)
@@ -229,7 +229,7 @@ def test_an_unreachable_database_is_a_start_error_without_its_password(tmp_path:
         {"datasources": {"Ledger": {"driver": "postgres", "url": {"env": "LEDGER_URL"}}}}))
     result = luma("ledger.luma", "--verbose", "--trace", "t.jsonl", cwd=tmp_path,
                   env={"LEDGER_URL": url})
-    assert result.code == 2
+    assert result.code == 2, result.stderr
     assert errors(result.stderr).startswith(
         "error: datasource 'Ledger' (postgres) cannot connect: connection failed: "), result.stderr
     assert "refused" in result.stderr
@@ -244,7 +244,7 @@ def test_a_url_variable_that_is_not_set(tmp_path: Path) -> None:
     (tmp_path / "luma.config.json").write_text(json.dumps(
         {"datasources": {"Ledger": {"driver": "postgres", "url": {"env": "LUMA_NO_SUCH_URL"}}}}))
     result = luma("ledger.luma", cwd=tmp_path)
-    assert result.code == 2
+    assert result.code == 2, result.stderr
     assert errors(result.stderr) == ("error: datasource 'Ledger': the environment variable "
                                      "LUMA_NO_SUCH_URL (its url) is not set.\n")
 
@@ -255,7 +255,7 @@ def test_a_url_written_in_the_config_is_refused_and_not_shown(tmp_path: Path) ->
     (tmp_path / "luma.config.json").write_text(json.dumps(
         {"datasources": {"Ledger": {"driver": "postgres", "url": url}}}))
     result = luma("ledger.luma", cwd=tmp_path)
-    assert result.code == 2
+    assert result.code == 2, result.stderr
     assert "datasources.Ledger.url: must be {\"env\": \"NAME\"}" in result.stderr
     assert "pw-0a9b8c" not in result.stderr + result.stdout
 

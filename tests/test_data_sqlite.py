@@ -117,12 +117,12 @@ tool top({{ min_total: 0 }})
 def test_exactly_one_row(tmp_path: Path) -> None:
     project(tmp_path, 'tool customer({ id: "nobody" })\n')
     code, _, err = run(tmp_path)
-    assert code == 1
+    assert code == 1, err
     assert err.startswith("error[TOOL_OUTPUT_INVALID]: Query 'customer' returned no row; "
                           "exactly one was expected.\n"), err
     project(tmp_path, 'tool customer({ id: "*" })\n')
     code, _, err = run(tmp_path)
-    assert code == 1
+    assert code == 1, err
     assert err.startswith("error[TOOL_OUTPUT_INVALID]: Query 'customer' returned 2 rows; "
                           "exactly one was expected.\n"), err
 
@@ -131,7 +131,7 @@ def test_every_row_is_validated_and_the_message_names_row_and_column(tmp_path: P
     sql = SHOP_SQL + "INSERT INTO customers VALUES ('c3', 'Cy', 'lots', '2022-01-01', '[]', NULL);"
     project(tmp_path, "tool top({ min_total: 0 })\n", sql=sql)
     code, _, err = run(tmp_path)
-    assert code == 1
+    assert code == 1, err
     # text sorts after numbers in SQLite: 'lots' is the first row
     assert err.startswith("error[TOOL_OUTPUT_INVALID]: top.output[0].total: expected float, got "
                           "string\n"), err
@@ -142,7 +142,7 @@ def test_a_column_the_schema_does_not_declare_is_an_error(tmp_path: Path) -> Non
                           'sql: "SELECT id, name, total FROM customers WHERE id = :id"')
     project(tmp_path, 'tool customer({ id: "c1" })\n', decls=decls)
     code, _, err = run(tmp_path)
-    assert code == 1
+    assert code == 1, err
     assert err.startswith("error[TOOL_OUTPUT_INVALID]: customer.output: unknown field 'total'\n"), \
         err
 
@@ -154,7 +154,7 @@ def test_a_value_with_no_json_form_names_its_column(tmp_path: Path) -> None:
         'sql: "SELECT id, name, photo FROM customers WHERE id = :id"')
     project(tmp_path, 'tool customer({ id: "c2" })\n', decls=decls)
     code, _, err = run(tmp_path)
-    assert code == 1
+    assert code == 1, err
     assert err.startswith("error[TOOL_OUTPUT_INVALID]: customer.output.photo: a bytes value has "
                           "no JSON form; convert it in the SQL (e.g. to text).\n"), err
 
@@ -162,7 +162,7 @@ def test_a_value_with_no_json_form_names_its_column(tmp_path: Path) -> None:
 def test_input_is_validated_before_the_database_is_asked(tmp_path: Path) -> None:
     project(tmp_path, "totals = [-1]\ntool top({ min_total: totals[0] })\n")
     code, _, err = run(tmp_path)
-    assert code == 1
+    assert code == 1, err
     assert err.startswith("error[TOOL_INPUT_INVALID]: top.input.min_total:"), err
 
 
@@ -178,7 +178,7 @@ agent Reader {
 }
 """)
     code, _, err = run(tmp_path)
-    assert code == 1
+    assert code == 1, err
     assert err.startswith("error[TOOL_PERMISSION_DENIED]: Tool 'pay' is a write tool and agent "
                           "'Reader' has tool_policy deny_write.\n"), err
     db = sqlite3.connect(tmp_path / "shop.db")
@@ -217,7 +217,7 @@ tool pay({ request_id: "r1", customer_id: "c1", amount: 1 })
 tool pay({ request_id: "r2", amount: 1 })
 """, decls=DECLS.replace("customer_id: string, amount", "customer_id?: string, amount"))
     code, _, err = run(tmp_path)
-    assert code == 1
+    assert code == 1, err
     assert err.startswith("error[TOOL_FAILED]: Tool 'pay' failed: NOT NULL "
                           "constraint failed: payments.customer_id\n"), err
     db = sqlite3.connect(tmp_path / "shop.db")
@@ -242,7 +242,7 @@ query slow(n: int) -> Count {
 
     started = time.monotonic()
     code, _, err = run(tmp_path)
-    assert code == 1
+    assert code == 1, err
     assert err.startswith("error[TOOL_TIMEOUT]: Tool 'slow' timed out after 200 ms.\n"), err
     assert time.monotonic() - started < 5
 
@@ -250,7 +250,7 @@ query slow(n: int) -> Count {
 def test_a_datasource_without_a_bridge_stops_the_program(tmp_path: Path) -> None:
     project(tmp_path, 'tool customer({ id: "c1" })\n', config=None)
     code, _, err = run(tmp_path)
-    assert code == 2
+    assert code == 2, err
     assert err == "error: datasource 'Shop' has no registered bridge.\n"
     assert not (tmp_path / "shop.db").exists()
 
@@ -260,7 +260,7 @@ def test_a_config_entry_for_an_undeclared_datasource_stops_the_program(tmp_path:
                               "Shp": {"driver": "sqlite", "path": ":memory:"}}}
     project(tmp_path, 'tool customer({ id: "c1" })\n', config=config)
     code, _, err = run(tmp_path)
-    assert code == 2
+    assert code == 2, err
     assert err == ("error: datasources.Shp in luma.config.json names no datasource of the "
                    "program; did you mean 'Shop'?\n")
 
@@ -268,7 +268,7 @@ def test_a_config_entry_for_an_undeclared_datasource_stops_the_program(tmp_path:
 def test_a_broken_init_script_stops_the_program(tmp_path: Path) -> None:
     project(tmp_path, 'tool customer({ id: "c1" })\n', sql="CREATE TABLE (;")
     code, _, err = run(tmp_path)
-    assert code == 2
+    assert code == 2, err
     assert err.startswith("error: datasource 'Shop' (sqlite): its init script shop.sql failed: "
                           'near "(": syntax error'), err
 
@@ -277,7 +277,7 @@ def test_a_module_handler_for_a_query_is_refused(tmp_path: Path) -> None:
     project(tmp_path, 'tool customer({ id: "c1" })\n',
             files={"tools.py": "def customer(input):\n    return {'id': 'x', 'name': 'y'}\n"})
     result = luma("shop.luma", "--tool-module", "tools.py", cwd=tmp_path)
-    assert result.code == 2
+    assert result.code == 2, result.stderr
     assert errors(result.stderr) == ("error: 'customer' is a query: its handler is the bridge of its "
                              "datasource, not a function of a tool module.\n")
 
@@ -342,14 +342,14 @@ def test_a_bridge_that_returns_garbage(tmp_path: Path) -> None:
     project(tmp_path, 'tool customer({ id: "a" })\n', decls=BRIDGE_DECLS, config=None,
             files={"tools.py": bad})
     result = luma("shop.luma", "--tool-module", "tools.py", cwd=tmp_path)
-    assert result.code == 1
+    assert result.code == 1, result.stderr
     assert errors(result.stderr).startswith(
         "error[TOOL_OUTPUT_INVALID]: The bridge of datasource 'Shop' returned a str for query "
         "'customer'; expected a list of rows (dicts).\n"), result.stderr
     project(tmp_path, 'tool account({ id: "a" })\n', decls=BRIDGE_DECLS, config=None,
             files={"tools.py": bad})
     result = luma("shop.luma", "--tool-module", "tools.py", cwd=tmp_path)
-    assert result.code == 1
+    assert result.code == 1, result.stderr
     assert errors(result.stderr).startswith(
         "error[TOOL_OUTPUT_INVALID]: account.output: the bridge of datasource 'Ledger' returned "
         "an int as a row; expected a dict of column names to values.\n"), result.stderr
@@ -359,7 +359,7 @@ def test_a_datasources_export_that_is_not_a_dict(tmp_path: Path) -> None:
     project(tmp_path, 'tool customer({ id: "a" })\n', decls=BRIDGE_DECLS, config=None,
             files={"tools.py": "datasources = ['Shop']\n"})
     result = luma("shop.luma", "--tool-module", "tools.py", cwd=tmp_path)
-    assert result.code == 2
+    assert result.code == 2, result.stderr
     assert "exports 'datasources' as a list value; it must be a dict of datasource names to " \
         "bridges." in result.stderr, result.stderr
 
@@ -429,7 +429,7 @@ agent Clerk {
 }
 """)
     result = luma("shop.luma", cwd=tmp_path)
-    assert result.code == 1
+    assert result.code == 1, result.stderr
     assert "error[TOOL_PERMISSION_DENIED]: Tool 'pay'" in result.stderr, result.stderr
     db = sqlite3.connect(tmp_path / "shop.db")
     assert db.execute("SELECT count(*) FROM payments").fetchone() == (0,)

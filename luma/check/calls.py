@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from luma.check.arguments import ArgumentChecker
 from luma.check.exprtypes import (
-    FLOAT, INT, NULL, STRING, UNKNOWN, Ty, is_objectlike, kind_word, list_of, resolve)
+    FLOAT, INT, NULL, OBJECT, STRING, UNKNOWN, Ty, is_objectlike, kind_word, list_of, resolve)
 from luma.check.references import report_unknown_tool
 from luma.check.scopes import Scope
 from luma.check.symbols import Symbols
@@ -206,6 +206,8 @@ class CallChecker:
             self.bag.error("E034", f"The argument of tool '{tool.name}' must be an object, "
                            f"not {kind_word(arg_type)}.", call.arg.span,
                            hint=f"pass the parameters by name: tool {tool.name}({{ ... }})")
+        if tool.returns is None:
+            return OBJECT  # a command's {"rows_affected": n}
         return resolve(tool.returns, self.symbols)
 
     def check_using_tool(self, ask: ast.Ask) -> None:

@@ -189,7 +189,8 @@ class RedactingStream:
 def register_startup_secrets(redactor: SecretRedactor, program: Any, config: Any,
                              env: Mapping[str, str]) -> None:
     """Register every secret the program can use before anything runs: the value of each tool's
-    ``credential`` variable and the string values of every context in ``tool_contexts`` (the
+    ``credential`` variable, each postgres datasource's URL and password, and the string values
+    of every context in ``tool_contexts`` (the
     strings inside a ``json`` one too). API keys are registered by the ask engine, which knows
     the models. A value that is unset or does not parse is skipped here; the call that needs it
     reports the problem."""
@@ -200,6 +201,12 @@ def register_startup_secrets(redactor: SecretRedactor, program: Any, config: Any
         credential = tool_settings(tool).credential
         if credential is not None:
             redactor.add(env.get(credential))
+    for source in (getattr(config, "datasources", None) or {}).values():
+        url = env.get(source.url.env) if getattr(source, "url", None) is not None else None
+        if url:  # a postgres URL and its password (DATA.md §4)
+            from luma.data.postgres import url_secrets
+
+            redactor.add_all(url_secrets(url))
     contexts = getattr(config, "tool_contexts", None) or {}
     for fields in contexts.values():
         for name, spec in fields.items():
