@@ -303,14 +303,31 @@ async def async_bridge(sql, params, signal):
         return 1 if not signal.aborted else 0
     return [{"id": params["id"], "name": "from async"}]
 
-datasources = {"Shop": sync_bridge, "Ledger": async_bridge}
+def sync_with_signal(sql, params, signal):
+    return [{"id": params["id"], "name": "aborted" if signal.aborted else "from sync+signal"}]
+
+async def async_without_signal(sql, params):
+    return [{"id": params["id"], "name": "from async"}]
+
+datasources = {"Shop": sync_bridge, "Ledger": async_bridge, "Archive": sync_with_signal,
+               "Cache": async_without_signal}
 """
 
 BRIDGE_DECLS = """\
 schema Name { id: string, name: string }
 datasource Shop { description: "Local." }
 datasource Ledger { description: "Remote." }
+datasource Archive { description: "Old rows." }
+datasource Cache { description: "Fast rows." }
 
+query archived(id: string) -> Name {
+  datasource: Archive
+  sql: "SELECT id, name FROM archive WHERE id = :id"
+}
+query cached(id: string) -> Name {
+  datasource: Cache
+  sql: "SELECT id, name FROM cache WHERE id = :id"
+}
 query customer(id: string) -> Name {
   datasource: Shop
   sql: "SELECT id, name FROM customers WHERE id = :id"
@@ -328,17 +345,21 @@ command note(id: string) {
 
 def test_a_modules_sync_and_async_bridges(tmp_path: Path) -> None:
     project(tmp_path, """\
-{ a: tool customer({ id: "a" }), b: tool account({ id: "x" }), c: tool note({ id: "n" }) }
+{ a: tool customer({ id: "a" }), b: tool account({ id: "x" }), c: tool note({ id: "n" }),
+  d: tool archived({ id: "d" }), e: tool cached({ id: "e" }) }
 """, decls=BRIDGE_DECLS, config=None, files={"tools.py": BRIDGES})
     result = luma("shop.luma", "--tool-module", "tools.py", cwd=tmp_path)
     assert result.code == 0, result.stderr
     assert json.loads(result.stdout) == {"a": {"id": "a", "name": "from sync"},
                                          "b": {"id": "x", "name": "from async"},
-                                         "c": {"rows_affected": 1}}
+                                         "c": {"rows_affected": 1},
+                                         "d": {"id": "d", "name": "from sync+signal"},
+                                         "e": {"id": "e", "name": "from async"}}
 
 
 def test_a_bridge_that_returns_garbage(tmp_path: Path) -> None:
-    bad = "datasources = {'Shop': lambda sql, params: 'rows', 'Ledger': lambda sql, params: [1]}\n"
+    bad = ("datasources = {'Shop': lambda sql, params: 'rows', 'Ledger': lambda sql, params: [1],"
+           " 'Archive': lambda sql, params: [], 'Cache': lambda sql, params: []}\n")
     project(tmp_path, 'tool customer({ id: "a" })\n', decls=BRIDGE_DECLS, config=None,
             files={"tools.py": bad})
     result = luma("shop.luma", "--tool-module", "tools.py", cwd=tmp_path)
@@ -511,3 +532,31 @@ def test_sqlite_values_become_json(tmp_path: Path) -> None:
     assert out == [{"id": "9b2e1c4a-8f3d-4a6b-9c1e-2d3f4a5b6c7d", "price": 12.5, "count": 12,
                     "day": "2024-02-29", "at": "2024-02-29T10:11:12", "doc": {"a": [1, 2]},
                     "raw": [True, None], "ratio": 0.25, "whole": 9007199254740991}]
+
+
+def test_the_pool_opens_at_most_the_agents_concurrency(tmp_path: Path) -> None:
+    import threading
+
+    from luma.data.bridges import pool_size
+    from luma.data.sqlite import SqliteBridge
+    from luma.syntax.parse import parse_text
+
+    program, _ = parse_text('agent A { tool_concurrency: 3 }\nagent B { tool_concurrency: 2 }\n')
+    assert program is not None and pool_size(program) == 3
+    (tmp_path / "init.sql").write_text("CREATE TABLE t (x INTEGER);")
+    bridge = SqliteBridge.open("Shop", "pool.db", "init.sql", tmp_path, 3)
+    slow = ("WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 200000) "
+            "SELECT count(*) AS n FROM r")
+    results: list[object] = []
+    workers = [threading.Thread(target=lambda: results.append(bridge.execute(slow, {}, None,
+                                                                             None)))
+               for _ in range(8)]
+    try:
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(30)
+        assert results == [([{"n": 200000}], -1)] * 8
+        assert len(bridge._all) <= 3
+    finally:
+        bridge.close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from luma.check.agents import check_agent
 from luma.check.annotations import ValueCheck
-from luma.check.data import check_datasource
 from luma.check.models import check_model
 from luma.check.schemas import check_finite, check_schema, check_union
 from luma.check.symbols import Symbols
@@ -29,6 +28,8 @@ def check_declarations(program: ast.Program, symbols: Symbols, bag: DiagnosticBa
         elif isinstance(decl, ast.ModelDecl):
             check_model(decl, symbols, bag)
         elif isinstance(decl, ast.DatasourceDecl):
+            from luma.check.data import check_datasource  # only for a program that has one
+
             check_datasource(decl, bag)
         else:
             check_agent(decl, symbols, bag, values)
