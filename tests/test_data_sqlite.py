@@ -271,6 +271,12 @@ def test_a_broken_init_script_stops_the_program(tmp_path: Path) -> None:
     assert code == 2, err
     assert err.startswith("error: datasource 'Shop' (sqlite): its init script shop.sql failed: "
                           'near "(": syntax error'), err
+    assert not (tmp_path / "shop.db").exists()  # created by Luma, so removed: the next run retries
+    (tmp_path / "shop.db").write_text("")  # a database that exists is never filled again
+    code, _, err = run(tmp_path)
+    assert code == 1, err
+    assert "no such table: customers" in err
+    assert (tmp_path / "shop.db").exists()
 
 
 def test_a_module_handler_for_a_query_is_refused(tmp_path: Path) -> None:

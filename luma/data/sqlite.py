@@ -95,16 +95,20 @@ class SqliteBridge:
             bridge._keeper = bridge._connect()
         if created and init is not None:
             script = Path(init) if Path(init).is_absolute() else base_dir / init
+            problem = None
             try:
                 first.executescript(script.read_text(encoding="utf-8"))
             except OSError as exc:
-                bridge.close_connection(first)
-                raise DataStartError([f"datasource '{name}' (sqlite) cannot read its init "
-                                      f"script {init}: {exc.strerror or exc}"]) from None
+                problem = (f"datasource '{name}' (sqlite) cannot read its init script {init}: "
+                           f"{exc.strerror or exc}")
             except sqlite3.Error as exc:
-                bridge.close_connection(first)
-                raise DataStartError([f"datasource '{name}' (sqlite): its init script {init} "
-                                      f"failed: {exc}"]) from None
+                problem = f"datasource '{name}' (sqlite): its init script {init} failed: {exc}"
+            if problem is not None:
+                bridge.close()
+                if path != ":memory:":
+                    # the half-filled file is Luma's own: the next run creates it afresh
+                    file.unlink(missing_ok=True)
+                raise DataStartError([problem])
         bridge._idle.put(first)
         return bridge
 
