@@ -201,9 +201,8 @@ p2 = tool pay({ request_id: "req-7f3a", customer_id: "c1", amount: 1.25 })
     assert [(c["tool"], c["cache"], c["idempotent_replay"]) for c in calls] == [
         ("top", "miss", False), ("top", "hit", False), ("pay", "off", False),
         ("pay", "off", True)]
-    data = [e for e in events if e["event"] == "datasource.call"]
-    assert [(d["tool"], d["datasource"], d["rows"], d["rows_affected"]) for d in data] == [
-        ("top", "Shop", 1, None), ("pay", "Shop", 0, 1)]
+    assert [(c["tool"], c["datasource"], c["rows"]) for c in calls] == [
+        ("top", "Shop", 1), ("top", "Shop", 1), ("pay", "Shop", 1), ("pay", "Shop", 1)]
     # the trace never holds parameter values
     text = (tmp_path / "trace.jsonl").read_text()
     assert "req-7f3a" not in text and "1.25" not in text
@@ -439,7 +438,8 @@ agent Analyst {
     assert ("top", "native", "ok") in native
     assert ("pay", "native", "TOOL_PERMISSION_DENIED") in native or \
         all(t != "pay" for t, _, _ in native)
-    assert [e["rows"] for e in events if e["event"] == "datasource.call"] == [2]
+    assert [(e["datasource"], e["rows"]) for e in events
+            if e["event"] == "tool.call" and e["tool"] == "top"] == [("Shop", 2)]
     db = sqlite3.connect(tmp_path / "shop.db")
     assert db.execute("SELECT count(*) FROM payments").fetchone() == (0,)
 

@@ -16,7 +16,6 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from time import perf_counter
 from typing import Any, Protocol
 
 from luma.data.sql import scan
@@ -69,7 +68,6 @@ class Datasources:
 
     handlers: dict[str, Callable[..., Any]] = field(default_factory=dict)
     builtin: dict[str, BuiltinBridge] = field(default_factory=dict)
-    emit: Callable[..., Any] | None = None  # telemetry: one datasource.call event a call
 
     def close(self) -> None:
         for bridge in self.builtin.values():
@@ -145,7 +143,7 @@ def open_datasources(program: ast.Program, config: Any, exported: Mapping[str, A
         if ds is None or (ds not in exported and ds not in result.builtin):
             continue  # the checker reports it; the pipeline refuses the call
         result.handlers[tool.name] = _handler(tool, ds, exported.get(ds), result.builtin.get(ds),
-                                              datasource_timeout_ms(tool, program), result)
+                                              datasource_timeout_ms(tool, program))
     return result
 
 
@@ -188,7 +186,7 @@ def _open_builtin(name: str, spec: Any, base_dir: str | Path, env: Mapping[str, 
 
 
 def _handler(tool: ast.ToolDecl, datasource: str, exported: Any, builtin: BuiltinBridge | None,
-             default_timeout_ms: int | None, sources: Datasources) -> Callable[..., Any]:
+             default_timeout_ms: int | None) -> Callable[..., Any]:
     sql_entry = tool.entry("sql")
     sql = sql_entry.value.value if sql_entry is not None and \
         isinstance(sql_entry.value, ast.StringLit) else ""
@@ -204,13 +202,6 @@ def _handler(tool: ast.ToolDecl, datasource: str, exported: Any, builtin: Builti
         given = value if isinstance(value, dict) else {}
         return {n: given.get(n) for n in names}
 
-    def report(started: float, rows: int | None, affected: int | None, outcome: str) -> None:
-        if sources.emit is not None:
-            sources.emit("datasource.call", tool=tool.name, kind=tool.kind,
-                         datasource=datasource, rows=rows, rows_affected=affected,
-                         duration_ms=round((perf_counter() - started) * 1000, 3),
-                         outcome=outcome)
-
     if builtin is not None:
         bridge = builtin
 
@@ -219,29 +210,21 @@ def _handler(tool: ast.ToolDecl, datasource: str, exported: Any, builtin: Builti
                 raise LumaError(TOOL_FAILED, f"{tool.kind.capitalize()} '{tool.name}' holds "
                                 f"more than one SQL statement; a {tool.kind} runs exactly one.",
                                 tool=tool.name)
-            started = perf_counter()
             try:
                 rows, affected = bridge.execute(sql, params, signal, timeout_ms)
             except StatementTimedOut:
-                report(started, None, None, TOOL_TIMEOUT)
                 raise LumaError(TOOL_TIMEOUT, f"Tool '{tool.name}' timed out after "
                                 f"{timeout_ms} ms.", retryable=True, tool=tool.name) from None
             except StatementCancelled:
-                report(started, None, None, "cancelled")
                 raise LumaError(TOOL_FAILED, f"{tool.kind.capitalize()} '{tool.name}' was "
                                 "cancelled.", tool=tool.name) from None
-            except LumaError:
-                report(started, None, None, "failed")
-                raise
             except Exception as exc:
-                report(started, None, None, TOOL_FAILED)
-                if not bridge.transient(exc):
+                if isinstance(exc, LumaError) or not bridge.transient(exc):
                     raise
                 text = " ".join(str(exc).split()) or type(exc).__name__
                 raise LumaError(TOOL_FAILED, f"Tool '{tool.name}' failed: {text}",
                                 retryable=True, tool=tool.name,
                                 details={"exception": type(exc).__name__}) from None
-            report(started, len(rows), affected if tool.kind == "command" else None, "ok")
             return shaper.shape(rows, affected, from_builtin=True)
 
         async def builtin_handler(input: Any, signal: Any) -> Any:
@@ -252,40 +235,20 @@ def _handler(tool: ast.ToolDecl, datasource: str, exported: Any, builtin: Builti
     call = _bridge_caller(exported)
     if _is_async(exported):
         async def async_handler(input: Any, signal: Any) -> Any:
-            started = perf_counter()
-            try:
-                raw = await call(sql, params_of(input), signal)
-            except BaseException:
-                report(started, None, None, "failed")
-                raise
-            report(started, *_counts(raw), "ok")
+            raw = await call(sql, params_of(input), signal)
             return shaper.shape(raw, None, from_builtin=False)
 
         return async_handler
 
     def sync_handler(input: Any, signal: Any) -> Any:
-        started = perf_counter()
-        try:
-            raw = call(sql, params_of(input), signal)
-        except BaseException:
-            report(started, None, None, "failed")
-            raise
+        raw = call(sql, params_of(input), signal)
         if inspect.isawaitable(raw):
             raise LumaError(TOOL_FAILED, f"The bridge of datasource '{datasource}' returned an "
                             "awaitable from a plain function; declare it async def.",
                             tool=tool.name)
-        report(started, *_counts(raw), "ok")
         return shaper.shape(raw, None, from_builtin=False)
 
     return sync_handler
-
-
-def _counts(raw: Any) -> tuple[int | None, int | None]:
-    if isinstance(raw, list):
-        return len(raw), None
-    if type(raw) is int:
-        return None, raw
-    return None, None
 
 
 class _Shaper:

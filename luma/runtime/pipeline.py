@@ -99,7 +99,11 @@ class ToolPipeline:
             plan = self._plans.get((name, agent.name if agent is not None else None))
             if plan is None:
                 plan = self._plan(name, agent)
+            if plan.tool.datasource is not None:
+                stats.datasource = plan.tool.datasource
             result = await self._run(plan, raw_input, stats)
+            if stats.datasource is not None:
+                stats.rows = _row_count(result)
         except LumaError as err:
             if self._secrets:
                 err = self._redact_error(err)
@@ -392,6 +396,9 @@ class ToolPipeline:
             fields["error"] = err.message
         if stats.traceback is not None:
             fields["traceback"] = stats.traceback
+        if stats.datasource is not None:  # never the parameters' values
+            fields["datasource"] = stats.datasource
+            fields["rows"] = stats.rows
         self.runtime.telemetry.emit("tool.call", **fields)
 
     # ------------------------------------------------------------------------------ secrets
@@ -492,7 +499,8 @@ class ToolPipeline:
             key_path=settings.idempotency_key if settings.idempotent else None,
             revalidate=revalidate,
             input_prefix=f"{name}.input", output_prefix=f"{name}.output",
-            error_prefix=f"{name}.error", limit=runtime.concurrency_limits.get(name))
+            error_prefix=f"{name}.error", limit=runtime.concurrency_limits.get(name),
+            datasource=data_source_name(decl))
         self._tools[name] = plan
         return plan
 
@@ -532,6 +540,7 @@ class _ToolPlan:
     output_prefix: str
     error_prefix: str
     limit: asyncio.Semaphore | None  # shared by the tools of one module
+    datasource: str | None = None  # a query's or command's datasource
 
 
 @dataclass(slots=True)
@@ -549,7 +558,8 @@ class _CallPlan:
 class _Stats:
     """What one call did, for its telemetry event and the circuit breaker."""
 
-    __slots__ = ("attempts", "cache", "shared", "replayed", "counts", "traceback", "threaded")
+    __slots__ = ("attempts", "cache", "shared", "replayed", "counts", "traceback", "threaded",
+                 "datasource", "rows")
 
     def __init__(self, threaded: bool = False) -> None:
         self.threaded = threaded  # native calls: sync handlers in worker threads, side by side
@@ -559,9 +569,31 @@ class _Stats:
         self.replayed = False
         self.counts = False  # reached step 6: a failure now counts for the circuit breaker
         self.traceback: str | None = None
+        self.datasource: str | None = None  # a query's or command's (DATA.md)
+        self.rows: int | None = None  # the rows it returned, or a command's rows affected
 
 
 # ---------------------------------------------------------------------------------- helpers
+
+
+def data_source_name(tool: ast.ToolDecl) -> str | None:
+    if tool.kind == "tool":
+        return None
+    from luma.data.bridges import datasource_of
+
+    return datasource_of(tool)
+
+
+def _row_count(result: Any) -> int | None:
+    """The rows a query or command returned (1 for exactly one), or its rows affected."""
+    if isinstance(result, list):
+        return len(result)
+    if isinstance(result, dict):
+        affected = result.get("rows_affected")
+        if len(result) == 1 and type(affected) is int:
+            return affected
+        return 1
+    return None
 
 
 def data_timeout_ms(tool: ast.ToolDecl, program: ast.Program) -> int | None:

@@ -261,7 +261,6 @@ def _open_datasources(program: Any, config: Any, bridges: dict[str, Any], progra
                                 os.environ, keep_secret=redactor.add, redact=redactor.redact)
     except DataStartError as exc:
         raise StartError(exc.lines) from None
-    data.emit = telemetry.emit
     return data
 
 
