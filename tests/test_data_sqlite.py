@@ -566,3 +566,15 @@ def test_the_pool_opens_at_most_the_agents_concurrency(tmp_path: Path) -> None:
         assert len(bridge._all) <= 3
     finally:
         bridge.close()
+
+
+def test_a_datasources_export_for_an_undeclared_datasource(tmp_path: Path) -> None:
+    project(tmp_path, 'tool customer({ id: "a" })\n', decls=BRIDGE_DECLS, config=None,
+            files={"tools.py": BRIDGES.replace('"Cache": async_without_signal',
+                                                '"Cache": async_without_signal, '
+                                                '"Ledgr": async_bridge')})
+    result = luma("shop.luma", "--tool-module", "tools.py", cwd=tmp_path)
+    assert result.code == 2, result.stderr
+    assert errors(result.stderr) == (
+        "error: a tool module's datasources export names 'Ledgr', which is not a datasource of "
+        "the program; did you mean 'Ledger'?\n")
