@@ -35,7 +35,7 @@ from luma.models.base import (
     ToolSpec,
 )
 from luma.models.resolve import ModelConfigError, ModelResolver, api_key_env, require_api_key
-from luma.runtime.errors import LumaError
+from luma.runtime.errors import LumaError, StartError
 from luma.runtime.values import compact_json, type_name
 from luma.schema.values import constant_value
 from luma.syntax import ast
@@ -113,66 +113,98 @@ class VisibleTools:
         return [s.name for s in self.specs]
 
 
-class AskEngine:
-    """Runs every ``ask`` of one run. Owns the model providers and the run's one HTTP client
-    (created only when an HTTP provider is first used); :meth:`aclose` releases them."""
+@dataclass(slots=True)
+class AskSetup:
+    """What every run of one program shares for its ``ask`` flows: the models, the offline
+    model's scripted turns and the recording. :meth:`build` is start-up: a problem is a
+    :class:`~luma.runtime.errors.StartError`."""
 
-    def __init__(self, runtime: Runtime, *, default_model: str | None = None,
-                 record: str | None = None, replay: str | None = None,
-                 wrap_provider: ProviderWrapper | None = None) -> None:
-        from luma.runtime.run import StartError
+    models: ModelResolver
+    scripts: dict[str, ScriptedTurns]
+    recording: Recording | None
 
-        self.runtime = runtime
-        config = runtime.config
+    @classmethod
+    def build(cls, program: ast.Program, config: Any, *, base_dir: str, secrets: Any,
+              env: Mapping[str, str], default_model: str | None = None,
+              record: str | None = None, replay: str | None = None) -> AskSetup:
         try:
-            self.models = ModelResolver(
-                runtime.program, overrides=getattr(config, "models", None),
+            models = ModelResolver(
+                program, overrides=getattr(config, "models", None),
                 default_model=default_model,
                 config_default=getattr(config, "default_model", None),
-                base_dir=runtime.base_dir,
+                base_dir=base_dir,
                 config_name=getattr(config, "source", "luma.config.json"))
         except ModelConfigError as exc:
             raise StartError(exc.messages) from None
-        secrets = runtime.secrets
-        for model in self.models.models.values():  # every key the run may use, from the start
-            key_env = api_key_env(model)
-            if key_env is not None:
-                secrets.add(runtime.env.get(key_env, "").strip())
-        self.wrap_provider = wrap_provider
-        self._recording: Recording | None = None
+        register_api_keys(models, secrets, env)
+        recording: Recording | None = None
         try:
-            self._scripts = self._load_scripts()
+            scripts = _load_scripts(models)
             if record is not None and replay is not None:
                 raise StartError(["--record and --replay cannot be used together"])
             if record is not None or replay is not None:
                 from luma.models.recording import Recording
 
-                self._recording = (Recording.record_to(record, secrets=secrets)
-                                   if record is not None
-                                   else Recording.replay_from(replay or "", secrets=secrets))
+                recording = (Recording.record_to(record, secrets=secrets)
+                             if record is not None
+                             else Recording.replay_from(replay or "", secrets=secrets))
         except LumaError as exc:
             raise StartError([exc.message]) from None
         except OSError as exc:
             raise StartError([f"cannot write the recording {record}: "
                               f"{exc.strerror or exc}"]) from None
+        return cls(models, scripts, recording)
+
+
+def register_api_keys(models: ModelResolver, secrets: Any, env: Mapping[str, str]) -> None:
+    """Every API key a run may use is a secret from the start."""
+    for model in models.models.values():
+        key_env = api_key_env(model)
+        if key_env is not None:
+            secrets.add(env.get(key_env, "").strip())
+
+
+def _load_scripts(models: ModelResolver) -> dict[str, ScriptedTurns]:
+    scripts: dict[str, ScriptedTurns] = {}
+    for settings in models.models.values():
+        if settings.provider == "test" and settings.responses is not None:
+            from luma.models.test import ScriptedTurns
+
+            scripts[settings.name] = ScriptedTurns.load(settings.name, settings.responses)
+    return scripts
+
+
+class AskEngine:
+    """Runs every ``ask`` of one run. Owns the run's model providers; the HTTP client is the
+    run's own (created only when an HTTP provider is first used), or the program's shared one
+    when the runtime has a shared client. :meth:`aclose` releases what the run owns."""
+
+    def __init__(self, runtime: Runtime, *, default_model: str | None = None,
+                 record: str | None = None, replay: str | None = None,
+                 wrap_provider: ProviderWrapper | None = None,
+                 setup: AskSetup | None = None, shared_http: bool = False) -> None:
+        self.runtime = runtime
+        if setup is None:
+            setup = AskSetup.build(runtime.program, runtime.config, base_dir=runtime.base_dir,
+                                   secrets=runtime.secrets, env=runtime.env,
+                                   default_model=default_model, record=record, replay=replay)
+        else:  # a run with its own environment has its own keys
+            register_api_keys(setup.models, runtime.secrets, runtime.env)
+        self.models = setup.models
+        self.wrap_provider = wrap_provider
+        self._recording = setup.recording
+        # the scripted turns are served in order within each run
+        self._scripts = {name: turns.fresh() for name, turns in setup.scripts.items()}
+        self._shared_http = shared_http
         self._http: ModelHttp | None = None
         self._providers: dict[str, Provider] = {}
         self._visible: dict[str | None, VisibleTools] = {}
-        self._shapes: dict[ast.TypeExpr, AnswerShape] = {}
+        self._shapes: dict[ast.TypeExpr, AnswerShape] = runtime.shared.answer_shapes
         self._offline_warned = False
 
     @property
     def _replaying(self) -> bool:
         return self._recording is not None and self._recording.replaying
-
-    def _load_scripts(self) -> dict[str, ScriptedTurns]:
-        scripts: dict[str, ScriptedTurns] = {}
-        for settings in self.models.models.values():
-            if settings.provider == "test" and settings.responses is not None:
-                from luma.models.test import ScriptedTurns
-
-                scripts[settings.name] = ScriptedTurns.load(settings.name, settings.responses)
-        return scripts
 
     # ------------------------------------------------------------------------------ public
     async def ask(self, agent: ast.AgentDecl | None, method: MethodCall | None, prompt: str,
@@ -275,7 +307,8 @@ class AskEngine:
                 from luma.models.providers import make_provider
 
                 if self._http is None:
-                    self._http = ModelHttp(None, self._recording, secrets=self.runtime.secrets)
+                    client = self.runtime.shared.http_client() if self._shared_http else None
+                    self._http = ModelHttp(client, self._recording, secrets=self.runtime.secrets)
                 env: Mapping[str, str] = self.runtime.env
                 key_env = api_key_env(settings)
                 if self._replaying and key_env is not None and not env.get(key_env):

@@ -1,16 +1,21 @@
 """The runtime of one program run: it wires the interpreter, the tool pipeline, the ask engine,
-validation, warnings and telemetry together. One ``Runtime`` per run."""
+validation, warnings and telemetry together. One ``Runtime`` per run; the runs of one loaded
+program share one :class:`SharedState` (schemas, tool plans, the result cache, the idempotency
+store, the HTTP clients)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import sys
+import threading
+import weakref
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Literal
 
+from luma.runtime.cache import ResultCache
 from luma.runtime.errors import LumaError
 from luma.runtime.secrets import RedactingStream, SecretRedactor, register_startup_secrets
 from luma.runtime.telemetry import HISTORY, Telemetry
@@ -18,8 +23,62 @@ from luma.schema.compile import SchemaCompiler
 from luma.syntax import ast
 
 if TYPE_CHECKING:
+    import httpx
+
     from luma.runtime.interpreter import MethodCall
+    from luma.runtime.stores import IdempotencyStore
     from luma.schema.validate import Violation
+
+Approve = Callable[[str, Any], "bool | Awaitable[bool]"]
+"""Decides an ``approval``-policy call: ``approve(tool_name, input)`` → approved (or an
+awaitable of it). The input has its secrets replaced."""
+
+
+class SharedState:
+    """What every run of one loaded program shares: the compiled schemas, the tool and agent
+    plans, the schemas of ``fn`` parameters, the result cache, the idempotency store and one HTTP
+    client per event loop. Everything here is safe to use from concurrent runs of one event loop
+    and from threads; what a run changes (its frames, circuit breakers, concurrency limits,
+    warnings) lives on its own :class:`Runtime`."""
+
+    def __init__(self, program: ast.Program) -> None:
+        self.schemas = SchemaCompiler(program)
+        self.cache = ResultCache()
+        self.tool_plans: dict[str, Any] = {}
+        self.agent_settings: dict[str, Any] = {}
+        self.node_schemas: dict[int, dict[str, Any]] = {}
+        self.answer_shapes: dict[Any, Any] = {}
+        self.store: IdempotencyStore | None = None
+        self._lock = threading.Lock()
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = \
+            weakref.WeakKeyDictionary()
+
+    def http_client(self) -> httpx.AsyncClient:
+        """The HTTP client (and connection pool) of the running event loop; an httpx client
+        belongs to the loop it first ran on."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._clients.get(loop)
+            if client is None or client.is_closed:
+                from luma.models.http import new_http_client
+
+                client = self._clients[loop] = new_http_client()
+            return client
+
+    async def close_http_client(self) -> None:
+        """Close the running loop's client (a run of its own loop ends with it)."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._clients.pop(loop, None)
+        if client is not None:
+            await client.aclose()
+
+    def drop_http_clients(self) -> list[httpx.AsyncClient]:
+        """Forget every loop's client; the caller closes those of its own loop."""
+        with self._lock:
+            clients = list(self._clients.values())
+            self._clients.clear()
+        return clients
 
 
 @dataclass(slots=True)
@@ -40,11 +99,13 @@ class Runtime:
                  config: Any = None, env: Mapping[str, str] | None = None,
                  telemetry: Telemetry | None = None, stderr: IO[str] | None = None,
                  interactive: bool | None = None, ask_engine: Any = None,
-                 base_dir: str | None = None) -> None:
+                 base_dir: str | None = None, shared: SharedState | None = None,
+                 approve: Approve | None = None) -> None:
         from luma.runtime.pipeline import ToolPipeline
 
         self.program = program
-        self.schemas = SchemaCompiler(program)
+        self.shared = shared if shared is not None else SharedState(program)
+        self.schemas = self.shared.schemas
         self.tools = {t.name: t for t in program.tools}
         self.handlers: dict[str, Any] = dict(handlers or {})
         self.config = config
@@ -57,8 +118,10 @@ class Runtime:
         register_startup_secrets(self.secrets, program, config, self.env)
         self.stderr = RedactingStream.wrap(stderr if stderr is not None else sys.stderr,
                                            self.secrets)
-        self.interactive = (sys.stdin.isatty() and self.stderr.isatty()) if interactive is None \
-            else interactive
+        # an approval callback can approve a call, as a person at the terminal can
+        self.approve = approve
+        self.interactive = True if approve is not None else (
+            (sys.stdin.isatty() and self.stderr.isatty()) if interactive is None else interactive)
         self.base_dir = base_dir or os.getcwd()
         self._warnings: deque[dict[str, Any]] = deque(maxlen=HISTORY)
         self.ask_engine = ask_engine

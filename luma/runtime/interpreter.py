@@ -56,7 +56,7 @@ class Interpreter:
         self.agents = {a.name: a for a in self.program.agents}
         # Schemas of fn parameters, fn returns and typed assignments, compiled once per AST node
         # (the validator caches by schema identity, so the same dict must come back each time).
-        self._schemas: dict[int, dict[str, Any]] = {}
+        self._schemas: dict[int, dict[str, Any]] = runtime.shared.node_schemas
 
     def _schema_of(self, node: ast.FnDecl | ast.TypeExpr) -> dict[str, Any]:
         schema = self._schemas.get(id(node))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TextIO, cast
 
 from luma.compile import CheckedFile
-from luma.runtime.errors import LumaError
+from luma.runtime.errors import LumaError, StartError
 
 if TYPE_CHECKING:
     from luma.runtime.secrets import SecretRedactor
@@ -37,16 +37,6 @@ class RunOptions:
     record: str | None = None
     replay: str | None = None
     verbose: bool = False
-
-
-class StartError(Exception):
-    """The program cannot start; ``lines`` are shown on stderr, one per problem, as
-    ``error: line`` (``error[CODE]: line`` when the problem has a Luma error code)."""
-
-    def __init__(self, lines: list[str], code: str | None = None) -> None:
-        super().__init__("\n".join(lines))
-        self.lines = lines
-        self.code = code
 
 
 class ArgumentsRefused(Exception):
