@@ -19,6 +19,7 @@ from luma.compile import CheckedFile
 from luma.runtime.errors import LumaError, StartError
 
 if TYPE_CHECKING:
+    from luma.api import Program
     from luma.runtime.secrets import SecretRedactor
 
 EXIT_OK, EXIT_FAILED, EXIT_START = 0, 1, 2
@@ -37,15 +38,6 @@ class RunOptions:
     record: str | None = None
     replay: str | None = None
     verbose: bool = False
-
-
-class ArgumentsRefused(Exception):
-    """The method's arguments from ``--input``/``--arg`` do not fit its parameters: a bad
-    command line, found before any statement runs."""
-
-    def __init__(self, error: LumaError) -> None:
-        super().__init__(error.message)
-        self.error = error
 
 
 def run_checked(checked: CheckedFile, options: RunOptions, *, stdout: IO[str] | None = None,
@@ -74,22 +66,22 @@ def _run_checked(checked: CheckedFile, options: RunOptions, out: IO[str], err: I
                  secrets: SecretRedactor) -> int:
     assert checked.program is not None
     try:
-        runtime, target = prepare(checked, options, err, secrets)
+        program, target = start_program(checked, options, err, secrets)
     except StartError as exc:
-        prefix = f"error[{exc.code}]" if exc.code else "error"
-        for line in exc.lines:
-            err.write(f"{prefix}: {line}\n")
+        _write_start_error(exc, err)
         return EXIT_START
     try:
-        result = asyncio.run(_execute(runtime, target))
-    except ArgumentsRefused as exc:
-        err.write(describe_error(exc.error, checked))
+        result = asyncio.run(_execute(program, target))
+    except StartError as exc:  # found once the run's environment is known: a missing API key
+        _write_start_error(exc, err)
         return EXIT_START
     except LumaError as exc:
+        from luma.api import ArgumentsRefused
+
         err.write(describe_error(exc, checked))
-        return EXIT_FAILED
+        return EXIT_START if isinstance(exc, ArgumentsRefused) else EXIT_FAILED
     finally:
-        runtime.telemetry.close()
+        program.close()
     try:
         text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -109,6 +101,12 @@ def _run_checked(checked: CheckedFile, options: RunOptions, out: IO[str], err: I
     return EXIT_OK
 
 
+def _write_start_error(exc: StartError, err: IO[str]) -> None:
+    prefix = f"error[{exc.code}]" if exc.code else "error"
+    for line in exc.lines:
+        err.write(f"{prefix}: {line}\n")
+
+
 @dataclass(slots=True)
 class Target:
     """What runs: the top-level statements, or ``agent.fn(args)``."""
@@ -118,55 +116,38 @@ class Target:
     args: dict[str, Any]
 
 
+def start_program(checked: CheckedFile, options: RunOptions, stderr: IO[str],
+                  secrets: SecretRedactor | None = None) -> tuple[Program, Target]:
+    """:func:`luma.api.start` with the command line's options, and what it chose to run
+    (chosen once the handlers are known, before the trace and the models are opened)."""
+    from luma.api import start
+
+    chosen: list[Target] = []
+    program = start(checked, tool_modules=options.tool_modules, config=options.config_path,
+                    model=options.model, trace=options.trace, record=options.record,
+                    replay=options.replay, stderr=stderr, verbose=options.verbose,
+                    secrets=secrets,
+                    before_open=lambda: chosen.append(choose_target(checked, options)))
+    return program, chosen[0]
+
+
 def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str],
             secrets: SecretRedactor | None = None) -> tuple[Any, Target]:
-    """Everything before the first statement: config, modules, handlers, what runs.
-    ``secrets`` is the run's :class:`~luma.runtime.secrets.SecretRedactor` (a new one if None)."""
-    from luma.runtime.config import ConfigError, find_config
-    from luma.runtime.engine import Runtime
-    from luma.runtime.telemetry import Telemetry
-
-    program = checked.program
-    assert program is not None
-    program_path = Path(checked.source.path)
+    """Everything before the first statement: config, modules, handlers, what runs, and the
+    runtime of the run. ``secrets`` is the run's redactor (a new one if None)."""
+    program, target = start_program(checked, options, stderr, secrets)
+    runtime = program.new_runtime()
     try:
-        config = find_config(program_path, options.config_path)
-    except ConfigError as exc:
-        raise StartError([f"{exc.path}: {m}" for m in exc.messages]) from None
-    _guard_outputs(options, program_inputs(program_path, options, config))  # before any code
-
-    if secrets is not None:  # known before a tool module's code runs
-        from luma.runtime.secrets import register_startup_secrets
-
-        register_startup_secrets(secrets, program, config, os.environ)
-    handlers, limits = _load_handlers(program_path, options, config)
-    missing = [t.name for t in program.tools if t.name not in handlers]
-    if missing:
-        raise StartError([f"'{name}' is not registered in the tool registry." for name in missing])
-
-    target = choose_target(checked, options)
-    try:
-        telemetry = Telemetry(options.trace, verbose=options.verbose, stderr=stderr,
-                              redactor=secrets)
-    except OSError as exc:
-        raise StartError([f"cannot write the trace file {options.trace}: "
-                          f"{exc.strerror or exc}"]) from None
-    try:
-        runtime = Runtime(program, handlers=handlers, config=config, telemetry=telemetry,
-                          stderr=stderr, base_dir=str(program_path.resolve().parent))
-        runtime.concurrency_limits = limits
-        _attach_ask_engine(runtime, options)
-        _check_api_keys(runtime, target, options)
-    except LumaError as exc:
-        telemetry.close()
-        raise StartError([exc.message]) from None
+        program.check_api_keys(runtime, target.agent, target.fn)
     except StartError:
-        telemetry.close()
+        runtime.telemetry.close()
+        program.close()
         raise
     return runtime, target
 
 
-def program_inputs(program_path: Path, options: RunOptions, config: Any) -> dict[Path, str]:
+def program_inputs(program_path: Path, tool_modules: list[str], config_path: str | None,
+                   config: Any) -> dict[Path, str]:
     """The files of the program that nothing Luma writes may replace: its source, its config
     and its tool modules (resolved)."""
     from luma.outputs import protected_inputs
@@ -174,9 +155,8 @@ def program_inputs(program_path: Path, options: RunOptions, config: Any) -> dict
 
     project = program_path.resolve().parent
     manifests = config.module_manifests() if config is not None else []
-    modules = [project / m.path for m in manifests] + [Path(m) for m in options.tool_modules]
-    return protected_inputs(program_path, config_location(program_path, options.config_path),
-                            modules)
+    modules = [project / m.path for m in manifests] + [Path(m) for m in tool_modules]
+    return protected_inputs(program_path, config_location(program_path, config_path), modules)
 
 
 def codegen_inputs(checked: CheckedFile, options: RunOptions) -> dict[Path, str]:
@@ -189,17 +169,17 @@ def codegen_inputs(checked: CheckedFile, options: RunOptions) -> dict[Path, str]
         config = find_config(program_path, options.config_path)
     except ConfigError:
         config = None
-    return program_inputs(program_path, options, config)
+    return program_inputs(program_path, options.tool_modules, options.config_path, config)
 
 
-def _guard_outputs(options: RunOptions, inputs: dict[Path, str]) -> None:
-    """``--trace`` and ``--record`` write only over their own earlier files."""
+def guard_outputs(trace: str | None, record: str | None, inputs: dict[Path, str]) -> None:
+    """The trace and the recording write only over their own earlier files."""
     from luma.models.recording import is_recording
     from luma.outputs import OutputRefused, guard_output
     from luma.runtime.telemetry import is_trace
 
     problems = []
-    for path, is_luma_file in ((options.trace, is_trace), (options.record, is_recording)):
+    for path, is_luma_file in ((trace, is_trace), (record, is_recording)):
         if path is None:
             continue
         try:
@@ -227,20 +207,6 @@ def _check_api_keys(runtime: Any, target: Target, options: RunOptions) -> None:
             problems.append(exc.message)
     if problems:
         raise StartError(problems, code="MODEL_AUTH")
-
-
-def _load_handlers(program_path: Path, options: RunOptions,
-                   config: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The handlers of the config's and the command line's tool modules, checked against their
-    manifests and ``tool_module_policy``, and each tool's concurrency limit."""
-    from luma.runtime.manifests import load_program_modules
-
-    loaded = load_program_modules(program_path.resolve().parent, config, options.tool_modules)
-    problems = [f"{exc.path}:{exc.line}: {exc.message}" if exc.line else exc.message
-                for exc in loaded.errors]
-    if problems:
-        raise StartError(problems)
-    return dict(loaded.registry.handlers), loaded.limits
 
 
 def choose_target(checked: CheckedFile, options: RunOptions) -> Target:
@@ -311,32 +277,13 @@ def _arguments(options: RunOptions) -> dict[str, Any]:
     return args
 
 
-def _attach_ask_engine(runtime: Any, options: RunOptions) -> None:
+async def _execute(program: Program, target: Target) -> Any:
     try:
-        from luma.models.ask import AskEngine
-    except ImportError:
-        return
-    runtime.ask_engine = AskEngine(runtime, default_model=options.model, record=options.record,
-                                   replay=options.replay)
-
-
-async def _execute(runtime: Any, target: Target) -> Any:
-    from luma.runtime.interpreter import Interpreter
-
-    interpreter = Interpreter(runtime)
-    try:
-        if target.agent is None:
-            return await interpreter.run_top_level()
-        assert target.fn is not None
-        try:
-            interpreter.check_arguments(target.agent, target.fn, target.args)
-        except LumaError as exc:
-            raise ArgumentsRefused(exc) from None
-        return await interpreter.call_method(target.agent, target.fn, target.args)
+        runtime = program.new_runtime()
+        program.check_api_keys(runtime, target.agent, target.fn)
+        return await program.execute(target.agent, target.fn, target.args, runtime=runtime)
     finally:
-        close = getattr(runtime, "aclose", None)
-        if close is not None:
-            await close()
+        await program.aclose()
 
 
 def describe_error(exc: LumaError, checked: CheckedFile) -> str:
