@@ -271,7 +271,7 @@ def start(checked: CheckedFile, *, tool_modules: Iterable[str | os.PathLike[str]
 
     secrets = secrets if secrets is not None else SecretRedactor()
     register_startup_secrets(secrets, program, loaded_config, environ)  # before a module runs
-    handlers, limits = _handlers(program_path, modules, loaded_config, tools)
+    handlers, limits = _handlers(program, program_path, modules, loaded_config, tools)
     missing = [t.name for t in program.tools if t.name not in handlers]
     if missing:
         raise StartError([f"'{name}' is not registered in the tool registry." for name in missing])
@@ -309,7 +309,7 @@ def start(checked: CheckedFile, *, tool_modules: Iterable[str | os.PathLike[str]
     return result
 
 
-def _handlers(program_path: Path, modules: list[str], config: Any,
+def _handlers(program: Any, program_path: Path, modules: list[str], config: Any,
               tools: Mapping[str, Callable[..., Any]] | None
               ) -> tuple[dict[str, Any], dict[str, asyncio.Semaphore]]:
     """The handlers of the config's and the given tool modules, checked against their
@@ -321,8 +321,15 @@ def _handlers(program_path: Path, modules: list[str], config: Any,
     problems = [f"{exc.path}:{exc.line}: {exc.message}" if exc.line else exc.message
                 for exc in loaded.errors]
     handlers = dict(loaded.registry.handlers)
+    declared = [t.name for t in program.tools]
     for name, handler in (tools or {}).items():
-        if not callable(handler):
+        if name not in declared:
+            from luma.syntax.diagnostics import did_you_mean
+
+            hint = did_you_mean(name, declared)
+            problems.append(f"tools['{name}']: the program declares no tool '{name}'"
+                            + (f"; {hint}" if hint else ""))
+        elif not callable(handler):
             problems.append(f"tools['{name}'] is not callable (it is a "
                             f"{type(handler).__name__})")
         elif name in handlers:
@@ -591,6 +598,7 @@ class Program:
         """One run of ``agent.fn(arguments)`` (the top-level statements when ``agent`` is
         None). Luma errors are raised as :class:`RunError`; cancelling the awaiting task
         cancels the run."""
+        adapter = self._adapter(output_type) if output_type is not None else None
         events = _EventRelay(on_event) if on_event is not None else None
         if runtime is None:
             runtime = self.new_runtime(env, events.deliver if events is not None else None)
@@ -614,8 +622,8 @@ class Program:
             finally:
                 await runtime.aclose()
                 runtime.telemetry.close()
-        if output_type is not None:
-            return self._convert(result, output_type, agent, fn)
+        if adapter is not None:
+            return self._convert(result, adapter, output_type, agent, fn)
         return result
 
     async def _interpret(self, runtime: Runtime, agent: str | None, fn: str | None,
@@ -635,8 +643,8 @@ class Program:
             raise ArgumentsRefused(err.code, _message_of(err), details=err.details) from None
         return await interpreter.call_method(agent, fn, arguments)
 
-    def _convert(self, value: Any, output_type: Any, agent: str | None, fn: str | None) -> Any:
-        adapter = self._adapter(output_type)
+    def _convert(self, value: Any, adapter: Any, output_type: Any, agent: str | None,
+                 fn: str | None) -> Any:
         try:
             return adapter.validate_python(value)
         except Exception as exc:
@@ -657,9 +665,14 @@ class Program:
         with self._adapters_lock:
             adapter = self._adapters.get(output_type)
             if adapter is None:
-                from pydantic import TypeAdapter
+                from pydantic import PydanticUserError, TypeAdapter
 
-                adapter = self._adapters[output_type] = TypeAdapter(output_type)
+                try:
+                    adapter = TypeAdapter(output_type)
+                except (PydanticUserError, TypeError) as exc:  # before anything runs
+                    raise TypeError(f"output_type {output_type!r} is not a type pydantic can "
+                                    f"validate: {str(exc).splitlines()[0]}") from None
+                self._adapters[output_type] = adapter
             return adapter
 
 
