@@ -136,9 +136,24 @@ def _check_one(task: tuple[Path, bool]) -> tuple[Path, CheckedFile | OSError]:
         checked = check_file(path)
     except OSError as exc:
         return path, exc
+    except Exception as exc:  # a bug in Luma: it is this file's diagnostic, the others go on
+        if os.environ.get("LUMA_DEBUG"):
+            raise
+        checked = _not_checked(path, exc)
     if not keep:
         checked.program = None
     return path, checked
+
+
+def _not_checked(path: Path, exc: Exception) -> CheckedFile:
+    """The result for a file the front end failed on: one located error that says so."""
+    from luma.syntax.source import Span
+
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    return CheckedFile(SourceFile(str(path), text), None, [Diagnostic(
+        "error", "INTERNAL_ERROR", f"Luma could not check this file: internal error "
+        f"({type(exc).__name__}: {exc}).", Span(str(path), 0, 0),
+        "this is a bug in Luma, not in the file; set LUMA_DEBUG=1 to see the traceback")])
 
 
 def _idle_cpus() -> int:

@@ -290,3 +290,31 @@ def test_check_applies_the_manifest_before_any_module_code_runs(tmp_path: Path) 
     r = luma("check", "prog.luma", cwd=tmp_path)
     assert r.code == 0, r.stderr
     assert marker.exists()
+
+
+@pytest.mark.parametrize("name", ["lumaTools", "LumaTools", "LUMA_TOOLS", "luma_tool"])
+def test_a_misnamed_export_is_named_with_the_right_name(tmp_path: Path, name: str) -> None:
+    path = _write(tmp_path, "m.py", "def add(input):\n    return input\n\n"
+                                    f"{name} = {{'calculate': add}}\n")
+    with pytest.raises(ToolModuleError) as caught:
+        load_tool_module(path)
+    assert caught.value.message == (
+        f"Tool module '{path}' defines '{name}', which Luma does not read: the dict of handlers "
+        "must be named 'luma_tools'.")
+    assert caught.value.line == 4
+
+
+def test_a_misnamed_export_is_an_error_of_luma_check(project: Path) -> None:
+    _write(project, "tools.py", "def _calc(input):\n    return input\n\n"
+                                "lumaTools = {'calculate': _calc, 'text_stats': _calc}\n")
+    r = luma("check", "prog.luma", "--tool-module", "tools.py", cwd=project)
+    assert r.code == 1
+    assert ("tools.py:4:1: error[E041]: Tool module 'tools.py' defines 'lumaTools', which Luma "
+            "does not read: the dict of handlers must be named 'luma_tools'.\n") in r.stderr
+    assert "E040" not in r.stderr
+
+
+def test_a_dict_of_handlers_beside_luma_tools_is_left_alone(tmp_path: Path) -> None:
+    path = _write(tmp_path, "m.py", "def add(input):\n    return input\n\n"
+                                    "luma_tools = {'calculate': add}\nlumaTools = {'x': add}\n")
+    assert sorted(load_tool_module(path).handlers) == ["calculate"]

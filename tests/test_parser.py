@@ -242,3 +242,31 @@ def test_invalid_utf8_file_is_a_diagnostic(tmp_path: Path) -> None:
     p.write_bytes(b"schema A { x: int }\n\xff\xfe\x00garbage")
     _, program, diags = parse_file(p)
     assert program is None and diags[0].message == "the file is not valid UTF-8 text"
+
+
+@pytest.mark.parametrize("text, word, hint, line, col", [
+    ("shema Order { id: string }", "shema", "did you mean 'schema'?", 1, 1),
+    ("schema O { ok: bool }\ntol place(id: string) -> O {}", "tol", "did you mean 'tool'?", 2, 1),
+    ("agnet Writer {}", "agnet", "did you mean 'agent'?", 1, 1),
+    ("modle M { provider: \"test\" }", "modle", "did you mean 'model'?", 1, 1),
+    ("agent A {\n  fn run() -> int {\n    retrun 1\n  }\n}", "retrun", "did you mean 'return'?",
+     3, 5),
+    ("x = aks \"Hello?\" -> string", "aks", "did you mean 'ask'?", 1, 5),
+    ("agent A {\n  def run() -> int {\n    return 1\n  }\n}", "def",
+     "functions are declared with 'fn'", 2, 3),
+    ("def run() {\n}", "def", "functions are declared with 'fn' inside an agent", 1, 1),
+    ("agent A {\n  fn run() -> int {\n    fi x { return 1 }\n  }\n}", "fi", "did you mean 'if'?",
+     3, 5),
+    ("agent A {\n  fn run() {\n    trhow {code: \"E\", message: \"m\"}\n  }\n}", "trhow",
+     "did you mean 'throw'?", 3, 5),
+])
+def test_a_misspelt_keyword_gets_a_did_you_mean(text: str, word: str, hint: str, line: int,
+                                                col: int) -> None:
+    assert error_of(text) == (f"'{word}' is not a keyword", line, col, hint)
+
+
+@pytest.mark.parametrize("text", ["result \"done\"", "x = 1 2", "agent A { model GPT }",
+                                  "agent A { modle GPT }"])
+def test_a_name_far_from_any_keyword_keeps_the_plain_message(text: str) -> None:
+    message, _, _, _ = error_of(text)
+    assert "is not a keyword" not in message

@@ -94,3 +94,13 @@ def test_a_bad_config_names_the_key_path(tmp_path: Path) -> None:
     assert r.code == 2
     assert r.stderr == (f"error: {config}: tool_modules[0].integrty: unknown key; "
                         "did you mean 'integrity'?\n")
+
+
+def test_reading_a_field_of_null_names_null_once(tmp_path: Path) -> None:
+    program = tmp_path / "fields.luma"
+    program.write_text("agent A {\n  fn run(p: any) -> any {\n    return p.x.y\n  }\n}\n")
+    r = luma(str(program), "--input", '{"p": {}}')
+    assert (r.code, r.stderr.splitlines()[0]) == (
+        1, "error[TYPE_INVALID]: cannot read field 'y' of null")
+    r = luma(str(program), "--input", '{"p": {"x": 3}}')
+    assert r.stderr.splitlines()[0] == "error[TYPE_INVALID]: cannot read field 'y' of int 3"

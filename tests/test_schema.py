@@ -423,7 +423,8 @@ def test_union_tag_is_not_guessed_when_ambiguous_or_on_output() -> None:
     """)
     schema = c.standalone("AB")
     _, violations = validate_and_fill(schema, {}, soft_rules=False, infer_tags=True)
-    assert messages(violations) == ["t must identify a tagged union member."]
+    assert messages(violations) == ['t must identify a tagged union member: the value fits more '
+                                    'than one ("A" and "B").']
     _, violations = validate_and_fill(schema, {"x": 1}, soft_rules=True)
     assert messages(violations) == ["t must identify a tagged union member."]
     value, violations = validate_and_fill(schema, {"x": 1}, soft_rules=False, infer_tags=True)

@@ -17,8 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from luma.syntax import tables, tablegen
-from luma.syntax.parse import NoParse, Token, _StringError, _ToAst, grammar_text, lark_parser
+from luma.syntax import ast, tables, tablegen
+from luma.syntax.parse import NoParse, Token, _Refused, _StringError, _ToAst, grammar_text
+from luma.syntax.parse import lark_parser
 from luma.syntax.parse import parse_text, run_tables
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,11 +75,18 @@ def outcome(run: Any, text: str) -> Any:
         return run(text)
     except _StringError as exc:
         return ("string error", exc.problem.message, exc.problem.offset)
+    except _Refused as exc:  # a number literal past its limit: the same transformer method
+        return ("refused", exc.diagnostic)
 
 
 def assert_same(text: str) -> None:
     expected = outcome(lark_reference, text)
     got = outcome(tables_result, text)
+    if isinstance(got, tuple) and got[0] == "refused" and got[1].code == "E047":
+        # The tables also count nesting (MAX_NESTING), which Lark does not: what they refuse
+        # is a program Lark parses, so the refusal is the limit and not the grammar.
+        assert isinstance(expected, ast.Program), text
+        return
     assert got == expected, text
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from luma.check.symbols import Symbols
 from luma.check.types import type_kind, type_text
+from luma.limits import MAX_LENGTH, MAX_SAFE_INTEGER
 from luma.schema.compile import FORMATS
 from luma.schema.values import constant_value
 from luma.syntax import ast
@@ -74,7 +75,7 @@ def check_annotations(f: ast.Field, type_ok: bool, symbols: Symbols, bag: Diagno
             bag.error("E021", f"@{a.name} cannot be used on '{f.name}' of type "
                       f"'{type_text(f.type)}'; it applies to {spec.applies_words}.", a.name_span)
             continue
-        _check_arguments(f, a, args, bag)
+        _check_arguments(f, a, args, bag, kind)
         if a.name in ("default", "example"):
             values_to_check.append((a, args[0]))
     if type_ok and values is not None:
@@ -106,13 +107,13 @@ def _show(v: Any) -> str:
 
 
 def _check_arguments(f: ast.Field, a: ast.Annotation, args: list[Any],
-                     bag: DiagnosticBag) -> None:
+                     bag: DiagnosticBag, kind: str) -> None:
     if a.name in ("desc", "pattern", "format", "severity") and not isinstance(args[0], str):
         bag.error("E025", f"The argument of @{a.name} must be a string, not {_show(args[0])}.",
                   a.args[0].span)
         return
     if a.name == "range":
-        _check_bounds(a, args, bag, whole=False)
+        _check_bounds(a, args, bag, whole=False, integers=kind == "int")
     elif a.name == "length":
         _check_bounds(a, args, bag, whole=True)
     elif a.name == "pattern":
@@ -126,7 +127,10 @@ def _check_arguments(f: ast.Field, a: ast.Annotation, args: list[Any],
                   a.args[0].span, hint=did_you_mean(args[0], list(SEVERITIES)))
 
 
-def _check_bounds(a: ast.Annotation, args: list[Any], bag: DiagnosticBag, whole: bool) -> None:
+def _check_bounds(a: ast.Annotation, args: list[Any], bag: DiagnosticBag, whole: bool,
+                  integers: bool = False) -> None:
+    """``whole``: @length, whose bounds are counts up to ``MAX_LENGTH``; ``integers``: @range of
+    an int, whose bounds stay within the integers Luma holds (``MAX_SAFE_INTEGER``)."""
     ok = True
     for arg, value in zip(a.args, args):
         if value is None:
@@ -139,6 +143,16 @@ def _check_bounds(a: ast.Annotation, args: list[Any], bag: DiagnosticBag, whole:
         elif whole and value < 0:
             bag.error("E022", f"The bounds of @{a.name} cannot be negative: {_show(value)}.",
                       arg.span)
+            ok = False
+        elif whole and value > MAX_LENGTH:
+            bag.error("E022", f"The bounds of @{a.name} can be at most {MAX_LENGTH}, not "
+                      f"{_show(value)}.", arg.span,
+                      hint="leave the maximum out with null for no upper bound")
+            ok = False
+        elif integers and abs(value) > MAX_SAFE_INTEGER:
+            bag.error("E022", f"The bounds of @{a.name} on an int must be within "
+                      f"-{MAX_SAFE_INTEGER} and {MAX_SAFE_INTEGER}, not {_show(value)}.",
+                      arg.span, hint="write null for no bound")
             ok = False
     low, high = args
     if ok and low is not None and high is not None and low > high:
@@ -155,6 +169,20 @@ def _check_regex(a: ast.Annotation, regex: str, bag: DiagnosticBag) -> None:
         where = f" at position {exc.pos}" if exc.pos is not None else ""
         bag.error("E024", f"@pattern {_show(regex)} is not a valid regular expression: "
                   f"{exc.msg}{where}.", a.args[0].span)
+        return
+    except RecursionError:  # Python's own regex parser recurses once per group
+        bag.error("E024", f"@pattern {_abridged(regex)} is not a valid regular expression: "
+                  "its groups are nested too deeply.", a.args[0].span)
+        return
+    from luma.schema.patterns import HINT, matching_time
+
+    time = matching_time(regex)
+    if not time.is_bounded:
+        bag.error("E049", time.describe(_show(regex)), a.args[0].span, hint=HINT)
+
+
+def _abridged(regex: str) -> str:
+    return _show(regex if len(regex) <= 60 else regex[:50] + "...")
 
 
 class ValueCheck:

@@ -117,7 +117,7 @@ class ArgumentChecker:
         """``expr`` (of static type ``ty``) given for ``param``, an input: soft rules are hard
         here. ``what`` names the parameter in messages (``parameter 'a' of tool 'calculate'``)."""
         self.check_value(expr, ty, param.type, param, is_input=True,
-                         invalid=lambda problem: f"Invalid value for {what}: {problem}.")
+                         invalid=lambda problem: sentence(f"Invalid value for {what}: {problem}"))
 
     def check_value(self, expr: ast.Expr, ty: Ty, te: ast.TypeExpr, field: ast.Field | None,
                     is_input: bool, invalid: Callable[[str], str]) -> None:
@@ -165,6 +165,11 @@ class ArgumentChecker:
             return None  # a declaration the compiler could not express is reported there
         hard = [v for v in violations if not v.soft]
         return format_violations("", hard) if hard else None
+
+
+def sentence(text: str) -> str:
+    """``text`` ended as a sentence: a period unless it ends with one already, or with '?'."""
+    return text if text.endswith((".", "?", "!")) else text + "."
 
 
 def _named_types(te: ast.TypeExpr) -> list[ast.NamedType]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from luma.check.arguments import ArgumentChecker
+from luma.check.arguments import ArgumentChecker, sentence
 from luma.check.calls import CallChecker
 from luma.check.provider_schemas import ProviderSchemaCheck
 from luma.check.exprtypes import (
@@ -83,7 +83,7 @@ class BodyChecker:
 
     def _dead(self, stmts: Sequence[ast.Stmt]) -> None:
         """Check unreachable statements for everything but the flow (no W002 there)."""
-        dead = Flow(frozenset(self.scope.names), {})
+        dead = Flow.of(self.scope.names, {})
         for stmt in stmts:
             self.stmt(stmt, dead)
 
@@ -112,7 +112,8 @@ class BodyChecker:
             check_type(s.type, self.symbols, self.bag)
             self.arguments.check_value(
                 s.value, ty, s.type, None, is_input=False,
-                invalid=lambda problem: f"Invalid value for variable '{s.target}': {problem}.")
+                invalid=lambda problem: sentence(
+                    f"Invalid value for variable '{s.target}': {problem}"))
             ty = resolve(s.type, self.symbols)
         return flow.assign(s.target, ty)
 
@@ -162,7 +163,8 @@ class BodyChecker:
             return
         self.arguments.check_value(
             s.value, ty, fn.returns, None, is_input=False,
-            invalid=lambda problem: f"Invalid return value of function '{fn.name}': {problem}.")
+            invalid=lambda problem: sentence(
+                f"Invalid return value of function '{fn.name}': {problem}"))
 
     def _throw(self, s: ast.Throw, flow: Flow) -> None:
         value = s.value

@@ -58,6 +58,10 @@ CODES: dict[str, str] = {
     "E044": "annotation given more than once",
     "E045": "schema with no finite value",
     "E046": "needs context the config cannot provide",
+    # limits (luma/limits.py)
+    "E047": "nesting too deep",
+    "E048": "number literal out of range",
+    "E049": "pattern that can take exponential time",
     # warnings
     "W001": "tool offered to a model without a description",
     "W002": "variable may be unassigned",

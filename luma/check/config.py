@@ -105,9 +105,15 @@ class ValueReader:
         self.invalid(entry, "true or false")
         return None
 
-    def integer(self, entry: ast.ConfigEntry, minimum: int, millis: bool = False) -> int | None:
-        """An integer literal ≥ ``minimum``; ``millis`` names the unit in the message."""
+    def integer(self, entry: ast.ConfigEntry, minimum: int, millis: bool = False,
+                maximum: int | None = None) -> int | None:
+        """An integer literal ≥ ``minimum`` (and ≤ ``maximum``, a limit of ``luma/limits.py``);
+        ``millis`` names the unit in the message."""
         number = _int_literal(entry.value)
+        if number is not None and maximum is not None and number > maximum:
+            unit = " milliseconds" if millis else ""
+            self.invalid(entry, f"at most {maximum}{unit}")
+            return None
         if number is not None and number >= minimum:
             return number
         kind = "an integer number of milliseconds" if millis else "an integer"

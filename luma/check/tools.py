@@ -9,6 +9,7 @@ from luma.check.fields import check_fields
 from luma.check.names import check_declared_name, report_duplicates
 from luma.check.symbols import Symbols
 from luma.check.types import check_type, report_unknown_type, type_kind, type_text
+from luma.limits import MAX_RETRIES, MAX_RETRY_DELAY_MS, MAX_TIMEOUT_MS
 from luma.syntax import ast
 from luma.syntax.diagnostics import DiagnosticBag, did_you_mean
 
@@ -79,9 +80,9 @@ def _check_config(tool: ast.ToolDecl, symbols: Symbols, bag: DiagnosticBag) -> N
             else:
                 idempotent = flag is True
         elif key == "retries":
-            retries = read.integer(entry, 0) or 0
+            retries = read.integer(entry, 0, maximum=MAX_RETRIES) or 0
         elif key == "retry_delay":
-            read.integer(entry, 0, millis=True)
+            read.integer(entry, 0, millis=True, maximum=MAX_RETRY_DELAY_MS)
         elif key == "idempotency_ttl_ms":
             read.integer(entry, 1, millis=True)
         elif key == "timeout":
@@ -123,6 +124,8 @@ def _check_timeout(tool: ast.ToolDecl, entry: ast.ConfigEntry, read: ValueReader
         if value.value <= 0:
             bag.error("E013", f"Tool '{tool.name}' timeout must be greater than zero.",
                       value.span, hint="give the timeout in milliseconds, e.g. timeout: 3000")
+        elif value.value > MAX_TIMEOUT_MS:
+            read.invalid(entry, f"at most {MAX_TIMEOUT_MS} milliseconds")
         return
     read.invalid(entry, "an integer number of milliseconds > 0")
 

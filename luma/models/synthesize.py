@@ -14,6 +14,10 @@ a value seen under its own name; then one seen under a word of its description (
 described as "the result of the addition" takes a seen ``result``); then, for a number, the
 next number of the prompt that no other field took. A seen value is taken only where it is
 valid, so the answer still fits the schema, and the same conversation gives the same answer.
+
+A string or list is built with at most ``MAX_SYNTHESIZED_ITEMS`` characters or items: a schema
+that needs more (``string[] @length(5000, null)``) is a ``LIMIT`` error naming the field, not a
+value that takes minutes and gigabytes to build.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from luma.limits import MAX_SYNTHESIZED_ITEMS
 from luma.schema.compile import PATTERN_KEY
 from luma.schema.validate import SchemaError, SchemaValidator
 
@@ -194,6 +199,7 @@ class _Synthesizer:
     def _array(self, node: Mapping[str, Any], name: str, depth: int) -> list[Any]:
         low = _whole(node.get("minItems")) or 0
         high = _whole(node.get("maxItems"))
+        _within_limit(low, name, "items")
         count = max(low, 1 if depth < _DEEP else 0)
         if high is not None:
             count = min(count, high)
@@ -201,11 +207,22 @@ class _Synthesizer:
         return [self.value(items, name, depth + 1) for _ in range(count)]
 
     def _string(self, node: Mapping[str, Any], name: str) -> str:
+        _within_limit(_whole(node.get("minLength")) or 0, name, "characters")
         candidates = list(_string_candidates(node, name))
         for candidate in candidates:
             if self.fits(node, candidate):
                 return candidate
         return candidates[0]
+
+
+def _within_limit(count: int, name: str, what: str) -> None:
+    if count > MAX_SYNTHESIZED_ITEMS:
+        from luma.runtime.errors import LumaError
+
+        raise LumaError("LIMIT", f"The test model cannot build a value for '{name}': it needs "
+                        f"at least {count} {what}, and the test model builds at most "
+                        f"{MAX_SYNTHESIZED_ITEMS}.", details={"field": name, "needed": count,
+                                                               "limit": MAX_SYNTHESIZED_ITEMS})
 
 
 # ---------------------------------------------------------------------------------- leaves
@@ -364,7 +381,15 @@ def _emit(items: list[Any], reps: int, groups: dict[int, str]) -> str:
             count = max(low, reps)
             if high is not c.MAXREPEAT:
                 count = min(count, high)
-            out.extend(_emit(list(sub), reps, groups) for _ in range(count))
+            if count > MAX_SYNTHESIZED_ITEMS:
+                raise _Unbuildable("longer than the synthesis limit")
+            total = 0
+            for _ in range(count):
+                piece = _emit(list(sub), reps, groups)
+                total += len(piece)
+                if total > MAX_SYNTHESIZED_ITEMS:  # (a{1000}){1000}: each count fits, not both
+                    raise _Unbuildable("longer than the synthesis limit")
+                out.append(piece)
         elif op is getattr(c, "ATOMIC_GROUP", None):
             out.append(_emit(list(arg), reps, groups))
         elif op is c.GROUPREF:

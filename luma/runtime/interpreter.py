@@ -217,8 +217,8 @@ class Interpreter:
             obj = await self._expr(e.obj, frame)
             if isinstance(obj, dict):
                 return obj.get(e.name)
-            raise LumaError("TYPE_INVALID",
-                            f"cannot read field '{e.name}' of {type_name(obj)} {short(obj)}")
+            shown = "null" if obj is None else f"{type_name(obj)} {short(obj)}"
+            raise LumaError("TYPE_INVALID", f"cannot read field '{e.name}' of {shown}")
         if isinstance(e, ast.Index):
             return _index(await self._expr(e.obj, frame), await self._expr(e.index, frame))
         if isinstance(e, ast.Binary):

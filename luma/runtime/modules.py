@@ -214,6 +214,7 @@ def _find_handlers(module: ModuleType, shown: str) -> tuple[dict[str, Handler], 
                     _export_line(module, export))
             handlers[key] = handler
         return handlers, export
+    _refuse_misnamed_export(module, namespace, shown)
     own = module.__name__
     handlers = {
         name: value for name, value in namespace.items()
@@ -221,6 +222,20 @@ def _find_handlers(module: ModuleType, shown: str) -> tuple[dict[str, Handler], 
         and not isinstance(value, ModuleType) and getattr(value, "__module__", None) == own
     }
     return handlers, TOP_LEVEL_EXPORT
+
+
+def _refuse_misnamed_export(module: ModuleType, namespace: dict[str, Any], shown: str) -> None:
+    """A dict of handlers under a near-miss of ``luma_tools`` (``lumaTools``, ``LUMA_TOOLS``,
+    ``luma_tool``) was meant as the export: say so rather than ignore it, which would leave
+    every tool in it unregistered."""
+    for name, value in namespace.items():
+        squashed = name.replace("_", "").lower()
+        if squashed not in ("lumatools", "lumatool") or name == "luma_tools":
+            continue
+        if isinstance(value, dict) and value and all(callable(v) for v in value.values()):
+            raise ToolModuleError(
+                f"Tool module '{shown}' defines '{name}', which Luma does not read: the dict of "
+                "handlers must be named 'luma_tools'.", shown, _export_line(module, name))
 
 
 def _export_line(module: ModuleType, export: str) -> int | None:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from luma.schema.compile import PATTERN_KEY, SEVERITY_KEY, TAG_KEY
+from luma.schema.patterns import matching_time
 from luma.schema.formats import FORMAT_CHECKS
 from luma.schema.violations import (
     TYPE_NAMES,
@@ -265,11 +266,15 @@ class _Node:
                 trial = run.trial()
                 result = node.check({tag_name: name, **value}, path, trial)
                 if not trial.hard_failed():
-                    fits.append((result, trial))
+                    fits.append((name, result, trial))
             if len(fits) == 1:
-                result, trial = fits[0]
+                _, result, trial = fits[0]
                 run.out.extend(trial.out)
                 return result
+            if fits:  # not a wrong tag: a value that leaves the choice open
+                run.add((path, tag_name), "must identify a tagged union member: the value fits "
+                        f"more than one ({_listed([n for n, _, _ in fits])}).", "tag")
+                return value
         run.add((path, tag_name), "must identify a tagged union member.", "tag")
         return value
 
@@ -347,6 +352,11 @@ class _Node:
         return result
 
 
+def _listed(names: list[str]) -> str:
+    quoted = [f'"{n}"' for n in names]
+    return ", ".join(quoted[:-1]) + f" and {quoted[-1]}"
+
+
 def _printable(text: str) -> str:
     """``text`` as written, with only its unprintable characters escaped (one line)."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
@@ -417,12 +427,16 @@ class _Compiler:
             raw = schema.get(PATTERN_KEY)
             try:
                 if isinstance(raw, str):
-                    node.pattern = re.compile(raw).fullmatch
+                    compiled = re.compile(raw)
+                    if not matching_time(raw).is_bounded:  # refused by the checker (E049)
+                        raise SchemaError(f"pattern {raw!r} can take more than linear time "
+                                          "to match")
+                    node.pattern = compiled.fullmatch
                     node.pattern_text = "'" + _printable(raw) + "'"
                 else:
                     node.pattern = re.compile(schema["pattern"]).search
                     node.pattern_text = render_value(schema["pattern"])
-            except re.error as exc:
+            except (re.error, RecursionError) as exc:
                 raise SchemaError(f"invalid pattern {raw or schema['pattern']!r}: {exc}") from None
         if "format" in schema and schema["format"] in FORMAT_CHECKS:
             node.format = schema["format"]

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from luma.limits import MAX_NESTING, MAX_SAFE_INTEGER
 from luma.syntax import ast, tables
 from luma.syntax.diagnostics import Diagnostic
 from luma.syntax.lexer import CONTINUES_AFTER, NewlinePostLexer
@@ -59,9 +60,8 @@ def parse_source(source: SourceFile) -> tuple[ast.Program | None, list[Diagnosti
     except _StringError as exc:
         p = exc.problem
         return None, [Diagnostic("error", "E001", p.message, Span(source.path, p.offset, p.end))]
-    except RecursionError:
-        return None, [Diagnostic("error", "E001", "the program is nested too deeply to parse",
-                                 Span(source.path, 0, 0))]
+    except _Refused as exc:
+        return None, [exc.diagnostic]
     return program, []
 
 
@@ -155,16 +155,40 @@ def _state_lex(state: int, text: str, pos: int) -> tuple[str, int]:
     return kind, m.end()
 
 
-def _rule_steps() -> list[tuple[str, int, Any, Any, int, bool, bool]]:
+# The rules whose node is one level of nesting (``MAX_NESTING``), and what the level is called
+# in the message. Wrappers (a parenthesised expression, a block, an object's entry) add none.
+_NESTS: dict[str, str] = {
+    **dict.fromkeys(("or_op", "and_op", "not_op", "binary", "neg", "member", "index", "call",
+                     "list_lit", "object_lit", "tool_call", "ask_expr"), "expression"),
+    **dict.fromkeys(("if_stmt", "for_stmt", "try_stmt"), "statement"),
+    **dict.fromkeys(("list_type", "map_type"), "type"),
+}
+
+_NESTING_HINTS = {
+    "expression": "assign an inner part to a variable first",
+    "statement": "move an inner part into a function of its own",
+    "type": "declare a schema for an inner part of the type",
+}
+
+
+def _rule_steps() -> list[tuple[str, int, Any, Any, int, bool, bool, bool, bool]]:
     """Per rule: (nonterminal, length, transformer function or None, how to shape the children or
-    None, Nones to append, replace by a single child, is a unit rule). A rule without a method is
-    a `_rule` (spliced into its parent) or a `?rule` that always has one child; tests check that.
-    A unit rule (``?sum: product``) leaves the value as it is and only changes the state."""
+    None, Nones to append, replace by a single child, is a unit rule, the node is a level of
+    nesting, the first child is a list the rule grows). A rule without a method is a `_rule`
+    (spliced into its parent) or a `?rule` that always has one child; tests check that.
+    A unit rule (``?sum: product``) leaves the value as it is and only changes the state.
+    A repetition (``(_sep field)*``) splices its own list first: it grows that list in place
+    rather than copying it, once per item, into a new one."""
     steps = []
     for origin, length, name, include, append_none, expand1 in tables.RULES:
         function = None if name is None else getattr(_ToAst, name, None)
         unit = expand1 and length == 1 and include is None
-        steps.append((origin, length, function, include, append_none, expand1, unit))
+        grows = include is not None and include[0][0] == 0 and bool(include[0][1]) \
+            and not include[0][2]
+        if grows:
+            include = include[1:]
+        steps.append((origin, length, function, include, append_none, expand1, unit,
+                      name in _NESTS, grows))
     return steps
 
 
@@ -200,6 +224,7 @@ def run_tables(text: str, file: str) -> ast.Program:
 
     states: list[int] = [tables.START]
     values: list[Any] = []
+    heights: list[int] = []  # per value, how many levels of nesting it holds (MAX_NESTING)
     brackets: list[str] = []  # the open brackets, for the newline rules
     last: str | None = None  # the kind of the last token given to the parser
     kind: str
@@ -252,8 +277,10 @@ def run_tables(text: str, file: str) -> ast.Program:
                     raise NoParse  # the end of the input is never shifted
                 states.append(action)
                 values.append(token)
+                heights.append(0)
                 break
-            origin, length, function, include, append_none, expand1, unit = rules[-1 - action]
+            (origin, length, function, include, append_none, expand1, unit, nests,
+             grows) = rules[-1 - action]
             if unit:
                 below, top = states[-2], states[-1]
                 chain = unit_chains.get((below, top, kind))
@@ -261,12 +288,15 @@ def run_tables(text: str, file: str) -> ast.Program:
                 continue
             if length:
                 children = values[-length:]
+                height = max(heights[-length:])
                 del values[-length:]
                 del states[-length:]
+                del heights[-length:]
             else:
                 children = []
+                height = 0
             if include is not None:
-                shaped: list[Any] = []
+                shaped: list[Any] = children[0] if grows else []
                 for i, splice, nones in include:
                     if nones:
                         shaped += [None] * nones
@@ -283,12 +313,23 @@ def run_tables(text: str, file: str) -> ast.Program:
                 value = children  # a `_rule`: its parent splices the list in
             else:
                 value = function(builder, children)
+                if nests:
+                    height += 1
+                    if height > MAX_NESTING:
+                        raise _Refused(_too_deep(value, function.__name__))
             goto = actions[states[-1]][origin]
             if token is None and goto == end_state:
                 assert isinstance(value, ast.Program)
                 return value
             states.append(goto)
             values.append(value)
+            heights.append(height)
+
+
+def _too_deep(node: Any, rule: str) -> Diagnostic:
+    kind = _NESTS[rule]
+    return Diagnostic("error", "E047", f"This {kind} is nested more than {MAX_NESTING} levels "
+                      "deep.", node.span, _NESTING_HINTS[kind])
 
 
 # ------------------------------------------------------------------- syntax errors, from Lark
@@ -345,6 +386,14 @@ def _syntax_diagnostic(source: SourceFile) -> Diagnostic:
                          "date (python -m luma.syntax.tablegen) or the table runner is wrong")
 
 
+class _Refused(Exception):
+    """A program past one of Luma's limits (``luma/limits.py``): the parse stops there."""
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
 class _StringError(Exception):
     def __init__(self, problem: StringProblem) -> None:
         super().__init__(problem.message)
@@ -362,6 +411,11 @@ class _Block:
     def __init__(self, stmts: tuple[Any, ...], span: Span) -> None:
         self.stmts = stmts
         self.span = span
+
+
+def _abridged(digits: str) -> str:
+    """A number's text for a message: a long one as its first digits and its length."""
+    return digits if len(digits) <= 30 else f"{digits[:12]}... ({len(digits)} characters)"
 
 
 def _start(x: Any) -> int:
@@ -578,10 +632,23 @@ class _ToAst:
         return ast.Name(c[0].value, self._tok(c[0]))
 
     def int_lit(self, c: list[Any]) -> ast.Literal:
-        return ast.Literal(int(c[0].value), self._tok(c[0]))
+        text = c[0].value
+        # the length first: int() refuses to read more than 4300 digits
+        if len(text) > len(str(MAX_SAFE_INTEGER)) or int(text) > MAX_SAFE_INTEGER:
+            raise _Refused(Diagnostic(
+                "error", "E048", f"The integer {_abridged(text)} is too large: integers are at "
+                f"most {MAX_SAFE_INTEGER} (2^53 - 1).", self._tok(c[0]),
+                "a larger number can be written as a float (e.g. 1e20) or as a string"))
+        return ast.Literal(int(text), self._tok(c[0]))
 
     def float_lit(self, c: list[Any]) -> ast.Literal:
-        return ast.Literal(float(c[0].value), self._tok(c[0]))
+        text = c[0].value
+        value = float(text)
+        if value == float("inf"):
+            raise _Refused(Diagnostic(
+                "error", "E048", f"The number {_abridged(text)} is too large for a float: the "
+                "largest is about 1.8e308.", self._tok(c[0])))
+        return ast.Literal(value, self._tok(c[0]))
 
     def string_lit(self, c: list[Any]) -> ast.StringLit:
         return self._string(c[0])

@@ -24,6 +24,21 @@ _EXPR_START = {"NAME", "INT", "FLOAT", "STRING", "LONG_STRING", "LPAR", "LSQB", 
                "MINUS", "NOT", "TRUE", "FALSE", "NULL", "TOOL", "ASK"}
 _OPERATORS = {"PLUS", "MINUS", "MUL_OP", "COMP_OP", "AND", "OR", "DOT", "LSQB", "LPAR"}
 
+# The keywords that begin a declaration or a statement, and those that begin an expression:
+# a name just before the error, where one of these belongs, is most likely a misspelling.
+_ENTRY_KEYWORDS = ("schema", "tool", "model", "agent", "if", "for", "return", "try", "throw",
+                   "ask")
+_EXPRESSION_KEYWORDS = ("ask", "tool", "not")
+# Words from other languages for a Luma keyword.
+_OTHER_LANGUAGES = {
+    "def": "fn", "func": "fn", "function": "fn", "fun": "fn", "struct": "schema",
+    "class": "schema", "interface": "schema", "type": "schema", "raise": "throw",
+    "elif": "else if", "while": "for", "foreach": "for",
+}
+# After these the parser starts a new entry, or an expression.
+_ENTRY_START = {None, "_NL", "LBRACE", "COMMA"}
+_EXPRESSION_START = {"EQUAL", "LPAR", "LSQB", "COLON", "RETURN", "THROW", "IN", "IF"}
+
 _OWNER_WORDS = {
     "schema": "the fields of schema", "tool": "the configuration of tool",
     "model": "the configuration of model", "agent": "the body of agent",
@@ -147,6 +162,11 @@ def describe_unexpected(exc: Any, text: str,
         hint = f"'{tok.value}' is a keyword and cannot be used as a name"
 
     owner = frame.owner if frame else None
+    before = last[-3] if len(last) >= 3 and last[-1] is tok else (
+        last[-2] if len(last) >= 2 and last[-1] is not tok else None)
+    typo = _misspelt_keyword(prev, before, owner, tok)
+    if typo is not None and prev is not None:
+        return (f"'{prev.value}' is not a keyword", prev.start_pos, prev.end_pos, typo)
     if prev is not None and prev.type in ("NAME", "OPTIONAL") and "COLON" in expected:
         name = prev.value if prev.type == "NAME" else (
             last[-3].value if len(last) >= 3 and last[-3].type == "NAME" else None)
@@ -169,6 +189,49 @@ def describe_unexpected(exc: Any, text: str,
         after = f" after {_describe_token(prev)}"
     where = f" in {_frame_words(frame)}" if frame is not None and frame.owner in _OWNER_WORDS else ""
     return (f"expected {what}{after}{where}, found {found}", start, end, hint)
+
+
+def _misspelt_keyword(prev: Any, before: Any, owner: str | None, tok: Any) -> str | None:
+    """A did-you-mean hint when the name just before the error stands where a keyword begins
+    an entry (``shema S {``, ``retrun x``) or an expression (``= aks "..."``), and is close to
+    one, or is another language's word for one (``def``)."""
+    if prev is None or prev.type != "NAME" or tok.type in ("COLON", "EQUAL", "_NL", "$END"):
+        return None
+    word = str(prev.value)
+    before_kind = before.type if before is not None else None
+    if before_kind in _ENTRY_START:
+        in_config = owner in ("tool", "model", "agent")  # `key: value` entries
+        candidates: tuple[str, ...] = ("fn",) if owner == "agent" else (
+            () if in_config else _ENTRY_KEYWORDS)
+    elif before_kind in _EXPRESSION_START:
+        candidates = _EXPRESSION_KEYWORDS
+    else:
+        return None
+    other = _OTHER_LANGUAGES.get(word)
+    if other is not None and (other.split()[0] in candidates or other == "fn"):
+        where = " inside an agent" if other == "fn" and owner != "agent" else ""
+        return f"Luma writes '{other}' here{where}" if other != "fn" else \
+            f"functions are declared with 'fn'{where}"
+    # a keyword one slip away (two for a longer one): a letter missing, extra, wrong or swapped
+    allowed = 1 if len(word) <= 4 else 2
+    close = [k for k in candidates if _slips(word.lower(), k) <= allowed]
+    if not close:
+        return None
+    return f"did you mean '{min(close, key=lambda k: _slips(word.lower(), k))}'?"
+
+
+def _slips(a: str, b: str) -> int:
+    """The optimal-string-alignment distance: edits, counting a swap of neighbours as one."""
+    rows = [list(range(len(b) + 1))]
+    for i in range(1, len(a) + 1):
+        row = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            row[j] = min(rows[-1][j] + 1, row[j - 1] + 1, rows[-1][j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                row[j] = min(row[j], rows[-2][j - 2] + 1)
+        rows.append(row)
+    return rows[-1][-1]
 
 
 def _parser_expected(exc: Any) -> set[str]:
