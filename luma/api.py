@@ -240,7 +240,7 @@ def start(checked: CheckedFile, *, tool_modules: Iterable[str | os.PathLike[str]
           stderr: IO[str] | None = None, verbose: bool = False,
           secrets: SecretRedactor | None = None,
           before_open: Callable[[], None] | None = None,
-          interactive: bool | None = None) -> Program:
+          interactive: bool | None = None, script: list[Any] | None = None) -> Program:
     """Start a program that compiled; raises :class:`StartError`. ``secrets`` is the
     redactor of every run (the command line's, which also guards its streams);
     ``before_open`` runs after the handlers are known and before the trace, the stores and
@@ -291,7 +291,7 @@ def start(checked: CheckedFile, *, tool_modules: Iterable[str | os.PathLike[str]
         base_dir = str(program_path.resolve().parent)
         shared = SharedState(program)
         ask_setup = _ask_setup(program, loaded_config, base_dir, secrets, environ, model,
-                               record_path, replay_path)
+                               record_path, replay_path, script)
         result = Program(checked, config=loaded_config, handlers=handlers, limits=limits,
                          shared=shared, ask_setup=ask_setup, secrets=secrets, env=env,
                          approve=approve, trace=shared_trace, stderr=stderr, verbose=verbose,
@@ -344,13 +344,13 @@ def _handlers(program: Any, program_path: Path, modules: list[str], config: Any,
 
 def _ask_setup(program: Any, config: Any, base_dir: str, secrets: SecretRedactor,
                env: Mapping[str, str], model: str | None, record: str | None,
-               replay: str | None) -> AskSetup | None:
+               replay: str | None, script: list[Any] | None) -> AskSetup | None:
     try:
         from luma.models.ask import AskSetup
     except ImportError:
         return None
     return AskSetup.build(program, config, base_dir=base_dir, secrets=secrets, env=env,
-                          default_model=model, record=record, replay=replay)
+                          default_model=model, record=record, replay=replay, script=script)
 
 
 # ----------------------------------------------------------------------------------- running
@@ -400,6 +400,12 @@ class Program:
     def secrets(self) -> SecretRedactor:
         """The redactor every run's output passes through (the secrets it knows so far)."""
         return self._secrets
+
+    def _wrap_handlers(self, wrap: Callable[[str, Callable[..., Any]], Callable[..., Any]]
+                       ) -> None:
+        """Put ``wrap(name, handler)`` in place of every handler (``luma.testing``)."""
+        self._handlers = {name: wrap(name, h) for name, h in self._handlers.items()}
+        self._shared.tool_plans.clear()
 
     def open_stores(self) -> None:
         """Open the idempotency store now, so that one that cannot open stops the start."""

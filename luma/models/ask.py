@@ -126,7 +126,10 @@ class AskSetup:
     @classmethod
     def build(cls, program: ast.Program, config: Any, *, base_dir: str, secrets: Any,
               env: Mapping[str, str], default_model: str | None = None,
-              record: str | None = None, replay: str | None = None) -> AskSetup:
+              record: str | None = None, replay: str | None = None,
+              script: Sequence[Any] | None = None) -> AskSetup:
+        """``script``: turns (as a ``responses`` file holds them) that every model of the
+        program plays instead of answering, in order across each run (``luma.testing``)."""
         try:
             models = ModelResolver(
                 program, overrides=getattr(config, "models", None),
@@ -139,7 +142,8 @@ class AskSetup:
         register_api_keys(models, secrets, env)
         recording: Recording | None = None
         try:
-            scripts = _load_scripts(models)
+            scripts = _load_scripts(models) if script is None else _script_every_model(models,
+                                                                                       script)
             if record is not None and replay is not None:
                 raise StartError(["--record and --replay cannot be used together"])
             if record is not None or replay is not None:
@@ -162,6 +166,20 @@ def register_api_keys(models: ModelResolver, secrets: Any, env: Mapping[str, str
         key_env = api_key_env(model)
         if key_env is not None:
             secrets.add(env.get(key_env, "").strip())
+
+
+def _script_every_model(models: ModelResolver, script: Sequence[Any]) -> dict[str, ScriptedTurns]:
+    """Every model becomes the offline one, playing ``script``: one list of turns for the
+    run, whichever model an ``ask`` uses."""
+    from dataclasses import replace
+
+    from luma.models.test import ScriptedTurns
+
+    turns = ScriptedTurns.of("scripted", list(script))
+    for name, settings in list(models.models.items()):
+        models.models[name] = replace(settings, provider="test", api_key_env=None,
+                                      responses=None)
+    return {name: turns for name in models.models}
 
 
 def _load_scripts(models: ModelResolver) -> dict[str, ScriptedTurns]:
@@ -192,9 +210,11 @@ class AskEngine:
             register_api_keys(setup.models, runtime.secrets, runtime.env)
         self.models = setup.models
         self.wrap_provider = wrap_provider
-        self._recording = setup.recording
+        self._recording = setup.recording.for_run() if setup.recording is not None else None
         # the scripted turns are served in order within each run
-        self._scripts = {name: turns.fresh() for name, turns in setup.scripts.items()}
+        fresh: dict[int, ScriptedTurns] = {}  # models that share a script share its cursor
+        self._scripts = {name: fresh.setdefault(id(turns), turns.fresh())
+                         for name, turns in setup.scripts.items()}
         self._shared_http = shared_http
         self._http: ModelHttp | None = None
         self._providers: dict[str, Provider] = {}
