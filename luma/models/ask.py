@@ -179,6 +179,7 @@ def _script_every_model(models: ModelResolver, script: Sequence[Any]) -> dict[st
     for name, settings in list(models.models.items()):
         models.models[name] = replace(settings, provider="test", api_key_env=None,
                                       responses=None)
+    models.default_is_fallback = False  # the script answers: no values are synthesized
     return {name: turns for name in models.models}
 
 
