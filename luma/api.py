@@ -386,7 +386,7 @@ class Program:
         self._closed = False
         self._adapters: dict[Any, Any] = {}
         self._adapters_lock = threading.Lock()
-        self._checked_keys: set[tuple[str | None, str | None]] = set()
+        self._reachable: dict[tuple[str | None, str | None], list[Any]] = {}
         self.agents: dict[str, list[str]] = {a.name: [f.name for f in a.fns]
                                              for a in self._program.agents}
         """The program's agents and the names of their methods."""
@@ -588,8 +588,12 @@ class Program:
             return
         from luma.models.resolve import reachable_models, require_api_key
 
+        reachable = self._reachable.get((agent, fn))
+        if reachable is None:  # the models are known at load: worked out once per method
+            reachable = self._reachable[(agent, fn)] = reachable_models(
+                self._program, engine.models, agent, fn)
         problems = []
-        for settings in reachable_models(self._program, engine.models, agent, fn):
+        for settings in reachable:
             try:
                 require_api_key(settings, runtime.env)
             except LumaError as exc:

@@ -435,3 +435,34 @@ def test_run_top_level(tmp_path: Path) -> None:
     with luma.loads(source, tools={"one": lambda: {"n": 41}}) as program:
         assert asyncio.run(program.run_top_level()) == 42
         assert program.run_top_level_sync(output_type=int) == 42
+
+
+def test_runs_of_a_loaded_program_compile_import_and_build_nothing_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    import luma.compile
+    from luma.schema.validate import SchemaValidator
+
+    with _load(tools=_handlers(), env={"TRIAGE_TOKEN": "t0k3n-value"}) as program:
+        program.run_sync("Triage", text="a b")
+        program.call_sync("Triage", "check", team="x")
+        built: list[Any] = []
+        original = SchemaValidator.__init__
+
+        def counting(self: Any, *args: Any, **kwargs: Any) -> None:
+            built.append(args)
+            original(self, *args, **kwargs)
+
+        def no_compiling(*args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("a run compiled the program again")
+
+        monkeypatch.setattr(SchemaValidator, "__init__", counting)
+        monkeypatch.setattr(luma.compile, "check_source", no_compiling)
+        monkeypatch.setattr(luma.compile, "check_file", no_compiling)
+        modules = set(sys.modules)
+        for i in range(20):
+            assert program.run_sync("Triage", text="a " * i, request_id=f"k{i}")["words"] == i
+            program.call_sync("Triage", "check", team="x")
+        assert built == []
+        assert set(sys.modules) - modules == set()

@@ -49,6 +49,9 @@ class SharedState:
         self.node_schemas: dict[int, dict[str, Any]] = {}
         self.answer_shapes: dict[Any, Any] = {}
         self.store: IdempotencyStore | None = None
+        self.has_idempotent_tools: bool | None = None  # worked out by the first pipeline
+        self.secrets_registered_from: Mapping[str, str] | None = None
+        self.secrets_redactor: SecretRedactor | None = None
         self._lock = threading.Lock()
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = \
             weakref.WeakKeyDictionary()
@@ -115,7 +118,12 @@ class Runtime:
         self.telemetry = telemetry
         # one redactor for the run, knowing every secret the program can use from the start
         self.secrets: SecretRedactor = telemetry.redactor
-        register_startup_secrets(self.secrets, program, config, self.env)
+        shared = self.shared
+        # once per environment and redactor: the runs of a program share both
+        if shared.secrets_registered_from is not self.env or shared.secrets_redactor is not \
+                self.secrets:
+            register_startup_secrets(self.secrets, program, config, self.env)
+            shared.secrets_registered_from, shared.secrets_redactor = self.env, self.secrets
         self.stderr = RedactingStream.wrap(stderr if stderr is not None else sys.stderr,
                                            self.secrets)
         # an approval callback can approve a call, as a person at the terminal can

@@ -69,8 +69,10 @@ class ToolPipeline:
         self._approval_lock: asyncio.Lock | None = None
         config = runtime.config
         self._contexts: Mapping[str, Any] = getattr(config, "tool_contexts", None) or {}
-        if shared.store is None and any(tool_settings(t).idempotent
-                                        for t in runtime.program.tools):
+        if shared.has_idempotent_tools is None:
+            shared.has_idempotent_tools = any(tool_settings(t).idempotent
+                                              for t in runtime.program.tools)
+        if shared.store is None and shared.has_idempotent_tools:
             shared.store = self._open_store()  # a store that cannot open stops the program
 
     # ------------------------------------------------------------------------------- public
