@@ -77,6 +77,22 @@ sys.path.insert(0, str(TOOLS.parent))
 import quickstart_tools  # type: ignore[import-not-found]  # noqa: E402
 
 
+async def fresh_runtimes(program: luma.Program, n: int) -> float:
+    """Each run with a runtime of its own and nothing shared (schemas compiled, plans and
+    validators looked up again): what a run costs when nothing is kept between runs."""
+    from luma.runtime.engine import Runtime
+    from luma.runtime.interpreter import Interpreter
+    from luma.runtime.telemetry import Telemetry
+
+    started = time.process_time()
+    for _ in range(n):
+        runtime = Runtime(program._program, handlers=program._handlers, config=program.config,
+                          telemetry=Telemetry(stderr=io.StringIO()), stderr=io.StringIO(),
+                          interactive=False)
+        await Interpreter(runtime).call_method("Count", "run", {"text": TEXT})
+    return (time.process_time() - started) / n
+
+
 async def handler_calls(n: int) -> float:
     started = time.process_time()
     for _ in range(n):
@@ -105,7 +121,7 @@ def main() -> None:
         SchemaValidator.__init__ = counting  # type: ignore[method-assign]
         modules = len(sys.modules)
         out: dict[str, list[float]] = {"handler": [], "pipeline": [], "run": [], "run_wall": [],
-                                       "flow": []}
+                                       "flow": [], "fresh": []}
         for _ in range(args.rounds):
             out["handler"].append(await handler_calls(args.runs))
             out["pipeline"].append(await pipeline_calls(program, args.runs))
@@ -114,6 +130,8 @@ def main() -> None:
             out["run_wall"].append(wall)
             out["flow"].append((await runs(program, "Flow", max(1, args.runs // 10)))[0])
         SchemaValidator.__init__ = original  # type: ignore[method-assign]
+        for _ in range(args.rounds):  # not counted above: it builds validators on purpose
+            out["fresh"].append(await fresh_runtimes(program, args.runs))
         return {"medians": {k: statistics.median(v) * 1e6 for k, v in out.items()},
                 "validators": built[0], "imports": len(sys.modules) - modules}
 
@@ -127,6 +145,7 @@ def main() -> None:
           f"({m['run_wall']:.1f} us wall)")
     print(f"  the run's overhead (run - pipeline call):    {m['run'] - m['pipeline']:8.1f} us CPU")
     print(f"program.run of the quickstart's Flow (ask):    {m['flow']:8.1f} us CPU")
+    print(f"a run with nothing shared (a new Runtime):     {m['fresh']:8.1f} us CPU")
     print(f"validators built during the timed runs:        {result['validators']:8d}")
     print(f"modules imported during the timed runs:        {result['imports']:8d}")
     print(f"load average after: {os.getloadavg()[0]:.2f}")

@@ -81,6 +81,13 @@ def test_a_request_the_program_refuses_is_a_located_json_error(service: str) -> 
         "message": "Desk.run.input.text: '' has 0 characters, fewer than the minimum of 1"}}
 
 
+def test_the_readme_shows_the_python_example_that_runs() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    example = (ROOT / "examples" / "python" / "quickstart.py").read_text(encoding="utf-8")
+    assert f"```python\n{example}```" in readme
+    assert len(example.strip().splitlines()) == 5
+
+
 def test_the_python_examples_of_the_docs_run() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     quickstart = subprocess.run([sys.executable, "examples/python/quickstart.py"], cwd=ROOT,
