@@ -8,7 +8,7 @@ import time
 import pytest
 
 import luma
-from luma.runtime.signal import Signal, SignalAborted
+from luma.runtime.signal import Signal, SignalAborted, fire
 
 
 def test_exported_as_luma_signal() -> None:
@@ -76,10 +76,19 @@ def test_a_failing_listener_does_not_stop_the_others(caplog: pytest.LogCaptureFi
 
     signal.add_listener(broken)
     signal.add_listener(lambda: calls.append("ran"))
-    signal.abort("cancelled")
+    fire(signal, "cancelled")
     assert calls == ["ran"]
     assert signal.aborted
     assert "A Signal listener raised an exception." in caplog.text
+    assert "listener bug" in caplog.text
+
+
+def test_abort_returns_what_the_listeners_raised() -> None:
+    signal = Signal()
+    signal.add_listener(lambda: 1 / 0)
+    failures = signal.abort("timeout")
+    assert [type(f) for f in failures] == [ZeroDivisionError]
+    assert signal.abort("again") == []
 
 
 def test_concurrent_aborts_and_listeners_call_each_listener_once() -> None:

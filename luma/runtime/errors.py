@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from luma.runtime.sealed import sealed
 from luma.syntax.source import Span
 
 
@@ -51,12 +52,16 @@ class StartError(Exception):
         self.code = code
 
 
+@sealed()
 class LumaToolError(Exception):
     """Raised by a tool handler to report a typed error.
 
     ``retryable=True`` lets the runtime retry the call as the tool's ``retries`` allows;
     ``retryable=False`` stops both the tool retries and the ``ask`` retry loop. Extra keyword
     arguments become fields of the error object (validated against the tool's ``error:`` schema).
+
+    The class is sealed (``luma.runtime.sealed``): a tool module that imports it reaches nothing
+    of Luma through it.
     """
 
     def __init__(self, code: str = "TOOL_ERROR", message: str = "", retryable: bool = False,

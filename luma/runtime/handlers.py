@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from luma.runtime.signal import Signal
+from luma.runtime.signal import Signal, fire
 
 SLOTS = ("input", "signal", "needs")
 
@@ -142,7 +142,7 @@ class HandlerInvoker:
 
 def _abort(signal: Signal | None, reason: str) -> None:
     if signal is not None:
-        signal.abort(reason)
+        fire(signal, reason)
 
 
 def _settle(future: asyncio.Future[tuple[bool, Any]], outcome: tuple[bool, Any]) -> None:

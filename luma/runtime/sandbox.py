@@ -24,6 +24,7 @@ import hashlib
 import importlib.machinery
 import importlib.util
 import io
+import os
 import re
 import sys
 import threading
@@ -32,7 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from luma.runtime.modules import ToolModuleError
 
@@ -99,13 +100,13 @@ class RefusedAttribute(AttributeError, SandboxViolation):
     """A name hidden from a strict module (``os.system``, ``importlib.util``, ...)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ImportRules:
+class ImportRules(NamedTuple):
     """What one module may import, and how strictly its code is checked.
 
     ``strict`` turns on the sandbox (``allow_builtins``, forbidden names, the lint, the project
     confinement); ``dependencies`` is the manifest's list (None: not given), ``dependencies_key``
-    where it was written, for messages.
+    where it was written, for messages. A tuple, so that nothing — not even
+    ``object.__setattr__`` from a module that reached it — can change the rules once made.
     """
 
     project_dir: Path
@@ -155,14 +156,26 @@ class GuardedExecutor:
         namespace = vars(module)
         guard = None
         if self.rules.guarded:
-            guard = ImportGuard(self.rules, f"Tool module '{self.shown}'", self.file.parent)
+            guard = ImportGuard.create(self.rules, f"Tool module '{self.shown}'", self.file.parent)
         code = _checked_code(self.data, self.file, self.shown, guard)
         if guard is not None:
             namespace["__builtins__"] = guard.builtins
+        if self.rules.strict:
+            # No importlib loader: its get_data and load_module read and run any file.
+            namespace["__loader__"] = namespace["__spec__"] = None
+            _hold_to_effects(self.file, self.rules, f"Tool module '{self.shown}'")
         try:
             exec(code, namespace)  # the module's own code, under its guard
         except SandboxViolation as exc:
             raise ToolModuleError(str(exc), self.shown, _line_in(exc, self.file)) from None
+
+
+def _hold_to_effects(file: Path, rules: ImportRules, who: str) -> None:
+    """Hold the code compiled from ``file`` to the effect rules (``sandbox_effects``)."""
+    from luma.runtime.sandbox_effects import StrictEffects, register
+
+    register(file, StrictEffects(who, os.path.realpath(rules.project_dir), rules.allow_network,
+                                 rules.allow_env))
 
 
 def _checked_code(data: bytes, file: Path, shown: str, guard: ImportGuard | None) -> Any:
@@ -203,20 +216,32 @@ class _Decision:
     spec: Any = None               # the found spec, for code loaded from the project
 
 
-class ImportGuard:
+class ImportGuard(NamedTuple):
     """The ``__import__`` of a guarded module, its builtins and its proxies of ``os``,
-    ``importlib`` and ``luma``. ``who`` names the module in messages."""
+    ``importlib`` and ``luma``. ``who`` names the module in messages.
 
-    def __init__(self, rules: ImportRules, who: str, module_dir: Path,
-                 helpers: dict[Path, ModuleType] | None = None, root: str | None = None) -> None:
-        self.rules = rules
-        self.who = who
-        self.root = root if root is not None else who[0].lower() + who[1:]
-        self.module_dir = module_dir
-        self.helpers: dict[Path, ModuleType] = {} if helpers is None else helpers
-        self._lock = threading.RLock()
-        self._proxies: dict[str, ModuleType] = {}
-        self.builtins = self._make_builtins()
+    A tuple: the module's ``__import__`` is this guard, and a module must not be able to swap
+    its rules (``object.__setattr__`` cannot set a tuple's fields). Make one with
+    :meth:`create`."""
+
+    rules: ImportRules
+    who: str
+    root: str
+    module_dir: Path
+    helpers: dict[Path, ModuleType]
+    lock: Any
+    proxies: dict[str, ModuleType]
+    builtins: dict[str, Any]
+
+    @classmethod
+    def create(cls, rules: ImportRules, who: str, module_dir: Path,
+               helpers: dict[Path, ModuleType] | None = None,
+               root: str | None = None) -> ImportGuard:
+        guard = cls(rules, who, root if root is not None else who[0].lower() + who[1:],
+                    module_dir, {} if helpers is None else helpers, threading.RLock(), {},
+                    _StrictBuiltins(who) if rules.strict else {})
+        guard.builtins.update(guard._make_builtins())
+        return guard
 
     # -------------------------------------------------------------------------- decisions
     def refusal(self, name: str, reason: str) -> SandboxRefusal:
@@ -305,7 +330,7 @@ class ImportGuard:
                                      "loads the module on its own, outside any package.")
             return builtins.__import__(name, globals, locals, fromlist, level)
         decision = self.decide(name)
-        with self._lock:
+        with self.lock:
             return self._import(name, decision, fromlist)
 
     def import_module(self, name: str, package: str | None = None) -> ModuleType:
@@ -336,11 +361,11 @@ class ImportGuard:
         return module
 
     def _proxy(self, name: str) -> ModuleType:
-        proxy = self._proxies.get(name)
+        proxy = self.proxies.get(name)
         if proxy is None:
             make = {"os": self._os_proxy, "importlib": self._importlib_proxy,
                     "luma": self._luma_proxy}[name]
-            proxy = self._proxies[name] = make()
+            proxy = self.proxies[name] = make()
         return proxy
 
     def _os_proxy(self) -> ModuleType:
@@ -389,7 +414,7 @@ class ImportGuard:
         if loaded is not None:
             return loaded
         shown = file.relative_to(self.rules.project_dir).as_posix()
-        guard = ImportGuard(self.rules, f"Module '{shown}' (imported by {self.root})",
+        guard = ImportGuard.create(self.rules, f"Module '{shown}' (imported by {self.root})",
                             file.parent, self.helpers, self.root)
         data = file.read_bytes()
         name = f"luma_sandboxed_{_safe(file.stem)}_{hashlib.sha256(data).hexdigest()[:12]}"
@@ -400,6 +425,7 @@ class ImportGuard:
         except ToolModuleError as exc:
             raise SandboxRefusal(exc.message, name=spec.name) from None
         vars(module)["__builtins__"] = guard.builtins
+        _hold_to_effects(file, self.rules, f"Module '{shown}' (imported by {self.root})")
         self.helpers[file] = module
         sys.modules[name] = module  # classes defined in it are looked up by module name
         try:
@@ -412,11 +438,12 @@ class ImportGuard:
 
     # -------------------------------------------------------------------------- builtins
     def _make_builtins(self) -> dict[str, Any]:
+        table: dict[str, Any]
         if not self.rules.strict:
             table = dict(vars(builtins))
             table["__import__"] = self
             return table
-        table = _StrictBuiltins(self.who)
+        table = {}
         for name in SAFE_BUILTINS:
             table[name] = getattr(builtins, name)
         for name, value in vars(builtins).items():
