@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from luma.version import __version__
 
 __all__ = ["CompileError", "DiagnosticInfo", "LoadError", "Location", "LumaToolError",
            "Program", "RunError", "Signal", "__version__", "load", "loads"]

@@ -247,7 +247,6 @@ def start(checked: CheckedFile, *, tool_modules: Iterable[str | os.PathLike[str]
     the models are opened (the command line chooses what to run there)."""
     from luma.runtime.config import ConfigError, find_config, parse_config
     from luma.runtime.engine import SharedState
-    from luma.runtime.run import guard_outputs, program_inputs
     from luma.runtime.secrets import SecretRedactor, register_startup_secrets
 
     program = checked.program
@@ -307,6 +306,37 @@ def start(checked: CheckedFile, *, tool_modules: Iterable[str | os.PathLike[str]
             shared_trace.close()
         raise
     return result
+
+
+def program_inputs(program_path: Path, tool_modules: list[str], config_path: str | None,
+                   config: Any) -> dict[Path, str]:
+    """The files of the program that nothing Luma writes may replace: its source, its config
+    and its tool modules (resolved)."""
+    from luma.outputs import protected_inputs
+    from luma.runtime.config import config_location
+
+    project = program_path.resolve().parent
+    manifests = config.module_manifests() if config is not None else []
+    modules = [project / m.path for m in manifests] + [Path(m) for m in tool_modules]
+    return protected_inputs(program_path, config_location(program_path, config_path), modules)
+
+
+def guard_outputs(trace: str | None, record: str | None, inputs: dict[Path, str]) -> None:
+    """The trace and the recording write only over their own earlier files."""
+    from luma.models.recording import is_recording
+    from luma.outputs import OutputRefused, guard_output
+    from luma.runtime.telemetry import is_trace
+
+    problems = []
+    for path, is_luma_file in ((trace, is_trace), (record, is_recording)):
+        if path is None:
+            continue
+        try:
+            guard_output(path, is_luma_file, protected=inputs)
+        except OutputRefused as exc:
+            problems.append(str(exc))
+    if problems:
+        raise StartError(problems)
 
 
 def _handlers(program: Any, program_path: Path, modules: list[str], config: Any,

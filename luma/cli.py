@@ -128,7 +128,7 @@ def _top_parser() -> _Parser:
 
 
 def _version() -> str:
-    from luma import __version__
+    from luma.version import __version__
 
     return f"luma {__version__}\n"
 

@@ -146,22 +146,10 @@ def prepare(checked: CheckedFile, options: RunOptions, stderr: IO[str],
     return runtime, target
 
 
-def program_inputs(program_path: Path, tool_modules: list[str], config_path: str | None,
-                   config: Any) -> dict[Path, str]:
-    """The files of the program that nothing Luma writes may replace: its source, its config
-    and its tool modules (resolved)."""
-    from luma.outputs import protected_inputs
-    from luma.runtime.config import config_location
-
-    project = program_path.resolve().parent
-    manifests = config.module_manifests() if config is not None else []
-    modules = [project / m.path for m in manifests] + [Path(m) for m in tool_modules]
-    return protected_inputs(program_path, config_location(program_path, config_path), modules)
-
-
 def codegen_inputs(checked: CheckedFile, options: RunOptions) -> dict[Path, str]:
     """:func:`program_inputs` for generating tool types, which does not need the config: one
     that cannot be read protects only itself and the command line's tool modules."""
+    from luma.api import program_inputs
     from luma.runtime.config import ConfigError, find_config
 
     program_path = Path(checked.source.path)
@@ -170,43 +158,6 @@ def codegen_inputs(checked: CheckedFile, options: RunOptions) -> dict[Path, str]
     except ConfigError:
         config = None
     return program_inputs(program_path, options.tool_modules, options.config_path, config)
-
-
-def guard_outputs(trace: str | None, record: str | None, inputs: dict[Path, str]) -> None:
-    """The trace and the recording write only over their own earlier files."""
-    from luma.models.recording import is_recording
-    from luma.outputs import OutputRefused, guard_output
-    from luma.runtime.telemetry import is_trace
-
-    problems = []
-    for path, is_luma_file in ((trace, is_trace), (record, is_recording)):
-        if path is None:
-            continue
-        try:
-            guard_output(path, is_luma_file, protected=inputs)
-        except OutputRefused as exc:
-            problems.append(str(exc))
-    if problems:
-        raise StartError(problems)
-
-
-def _check_api_keys(runtime: Any, target: Target, options: RunOptions) -> None:
-    """Every model an ``ask`` of this run can reach has its API key, before anything runs: a
-    key found missing only at the ``ask`` would come after the tools before it had run. A
-    replay answers from the recording and needs no key."""
-    engine = getattr(runtime, "ask_engine", None)
-    if engine is None or options.replay is not None:
-        return
-    from luma.models.resolve import reachable_models, require_api_key
-
-    problems = []
-    for settings in reachable_models(runtime.program, engine.models, target.agent, target.fn):
-        try:
-            require_api_key(settings, runtime.env)
-        except LumaError as exc:
-            problems.append(exc.message)
-    if problems:
-        raise StartError(problems, code="MODEL_AUTH")
 
 
 def choose_target(checked: CheckedFile, options: RunOptions) -> Target:

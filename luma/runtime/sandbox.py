@@ -400,11 +400,15 @@ class ImportGuard(NamedTuple):
         return proxy
 
     def _luma_proxy(self) -> ModuleType:
-        import luma
+        # what a module may import from luma, taken from where it lives (the package itself
+        # also exposes the API, which a tool module has no use for)
+        from luma.runtime.errors import LumaToolError
+        from luma.runtime.signal import Signal
 
-        proxy = ModuleType("luma", luma.__doc__)
+        proxy = ModuleType("luma", "Luma, as a tool module sees it.")
+        exports: dict[str, Any] = {"LumaToolError": LumaToolError, "Signal": Signal}
         for attr in LUMA_EXPORTS:
-            setattr(proxy, attr, getattr(luma, attr))
+            setattr(proxy, attr, exports[attr])
         return proxy
 
     def _helper(self, spec: Any) -> ModuleType:
