@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from luma.models.recording import Recording
     from luma.models.test import ScriptedTurns
     from luma.runtime.engine import Runtime
-    from luma.runtime.interpreter import MethodCall
+    from luma.runtime.calls import MethodCall
 
 TOOL_LIMIT_TEXT = "Tool call limit reached; answer with what you have."
 NOT_PERMITTED_TEXT = ("You are not permitted to use that tool in this context. Continue with the "
@@ -265,7 +265,7 @@ class AskEngine:
         else:
             from luma.models.export import tool_specs
             from luma.runtime import policy
-            from luma.runtime.engine import agent_tools
+            from luma.runtime.calls import agent_tools
             from luma.runtime.settings import tool_settings
 
             runtime = self.runtime
@@ -293,7 +293,7 @@ class AskEngine:
     def _cannot_force(self, agent: ast.AgentDecl | None, tool: str) -> LumaError:
         """``using tool X`` where X cannot be offered: the refusal, in the user's words."""
         from luma.runtime import policy
-        from luma.runtime.engine import agent_tools
+        from luma.runtime.calls import agent_tools
 
         if agent is None:
             return LumaError("TOOL_PERMISSION_DENIED", f"A top-level ask has no tools, so it "
@@ -523,7 +523,7 @@ class _Flow:
         return done
 
     async def _call(self, call: ToolCall, arguments: dict[str, Any]) -> _Result:
-        from luma.runtime.engine import CallContext
+        from luma.runtime.calls import CallContext
 
         ctx = CallContext(self.agent, self.method, "native", call.id)
         try:

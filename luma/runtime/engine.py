@@ -1,99 +1,31 @@
 """The runtime of one program run: it wires the interpreter, the tool pipeline, the ask engine,
 validation, warnings and telemetry together. One ``Runtime`` per run; the runs of one loaded
-program share one :class:`SharedState` (schemas, tool plans, the result cache, the idempotency
-store, the HTTP clients)."""
+program share one :class:`~luma.runtime.shared.SharedState` (schemas, tool plans, the result
+cache, the idempotency store, the HTTP clients).
+
+The interpreter and the pipeline see the runtime only through the interfaces of
+:mod:`luma.runtime.calls`, which this module implements: the package reads top-down."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import sys
-import threading
-import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, Literal
+from collections.abc import Mapping
+from typing import IO, TYPE_CHECKING, Any
 
-from luma.runtime.cache import ResultCache
+from luma.runtime.calls import Approve, CallContext, MethodCall, agent_tools
 from luma.runtime.errors import LumaError
 from luma.runtime.secrets import RedactingStream, SecretRedactor, register_startup_secrets
+from luma.runtime.shared import SharedState
 from luma.runtime.telemetry import HISTORY, Telemetry
-from luma.schema.compile import SchemaCompiler
 from luma.syntax import ast
 
 if TYPE_CHECKING:
-    import httpx
-
-    from luma.runtime.interpreter import MethodCall
-    from luma.runtime.stores import IdempotencyStore
     from luma.schema.validate import Violation
 
-Approve = Callable[[str, Any], "bool | Awaitable[bool]"]
-"""Decides an ``approval``-policy call: ``approve(tool_name, input)`` → approved (or an
-awaitable of it). The input has its secrets replaced."""
-
-
-class SharedState:
-    """What every run of one loaded program shares: the compiled schemas, the tool and agent
-    plans, the schemas of ``fn`` parameters, the result cache, the idempotency store and one HTTP
-    client per event loop. Everything here is safe to use from concurrent runs of one event loop
-    and from threads; what a run changes (its frames, circuit breakers, concurrency limits,
-    warnings) lives on its own :class:`Runtime`."""
-
-    def __init__(self, program: ast.Program) -> None:
-        self.schemas = SchemaCompiler(program)
-        self.cache = ResultCache()
-        self.tool_plans: dict[str, Any] = {}
-        self.agent_settings: dict[str, Any] = {}
-        self.node_schemas: dict[int, dict[str, Any]] = {}
-        self.answer_shapes: dict[Any, Any] = {}
-        self.store: IdempotencyStore | None = None
-        self.has_idempotent_tools: bool | None = None  # worked out by the first pipeline
-        self.secrets_registered_from: Mapping[str, str] | None = None
-        self.secrets_redactor: SecretRedactor | None = None
-        self._lock = threading.Lock()
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = \
-            weakref.WeakKeyDictionary()
-
-    def http_client(self) -> httpx.AsyncClient:
-        """The HTTP client (and connection pool) of the running event loop; an httpx client
-        belongs to the loop it first ran on."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            client = self._clients.get(loop)
-            if client is None or client.is_closed:
-                from luma.models.http import new_http_client
-
-                client = self._clients[loop] = new_http_client()
-            return client
-
-    async def close_http_client(self) -> None:
-        """Close the running loop's client (a run of its own loop ends with it)."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            client = self._clients.pop(loop, None)
-        if client is not None:
-            await client.aclose()
-
-    def drop_http_clients(self) -> list[httpx.AsyncClient]:
-        """Forget every loop's client; the caller closes those of its own loop."""
-        with self._lock:
-            clients = list(self._clients.values())
-            self._clients.clear()
-        return clients
-
-
-@dataclass(slots=True)
-class CallContext:
-    """Who is calling a tool: the agent (None at top level), the agent method call whose circuit
-    breaker counts failures, and whether the call is direct or native (with the model's call id)."""
-
-    agent: ast.AgentDecl | None
-    method: MethodCall | None
-    mode: Literal["direct", "native"] = "direct"
-    call_id: str | None = None
-
+__all__ = ["Approve", "CallContext", "MethodCall", "Runtime", "SharedState", "agent_tools"]
 
 class Runtime:
     """Everything a run needs, built once: schemas, validators, the tool pipeline, telemetry."""
@@ -193,11 +125,3 @@ class Runtime:
         close = getattr(self.ask_engine, "aclose", None)
         if close is not None:
             await close()
-
-
-def agent_tools(agent: ast.AgentDecl) -> list[str]:
-    """The names in an agent's ``tools:`` list."""
-    entry = agent.entry("tools")
-    if entry is None or not isinstance(entry.value, ast.ListLit):
-        return []
-    return [i.id for i in entry.value.items if isinstance(i, ast.Name)]

@@ -42,7 +42,7 @@ from luma.schema.violations import join_path
 from luma.syntax import ast
 
 if TYPE_CHECKING:
-    from luma.runtime.engine import CallContext, Runtime
+    from luma.runtime.calls import CallContext, ToolHost
     from luma.runtime.stores import IdempotencyStore
 
 TOOL_NOT_FOUND = "TOOL_NOT_FOUND"
@@ -58,7 +58,7 @@ TOOL_CONFIG_INVALID = "TOOL_CONFIG_INVALID"
 class ToolPipeline:
     """Runs tool calls for one :class:`~luma.runtime.engine.Runtime`."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: ToolHost) -> None:
         self.runtime = runtime
         shared = runtime.shared  # what every run of the program shares
         self._shared = shared
