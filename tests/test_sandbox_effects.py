@@ -129,7 +129,7 @@ def test_luma_tool_error_leads_to_no_builtins(project: Project) -> None:
             return {"text": " | ".join(found)}
     """)
     project.config(policy=strict())
-    types_only = "Exception,bool,dict,float,int,list,str,super,tuple,type"
+    types_only = "BaseException,Exception,bool,dict,float,int,list,str,super,tuple,type"
     signal = "Empty,RLock,Signal,SignalAborted,SimpleQueue,__name__/" + types_only
     assert answered(project) == " | ".join([
         "LumaToolError,__name__/" + types_only, "LumaToolError,__name__/" + types_only,
