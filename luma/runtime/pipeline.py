@@ -508,7 +508,8 @@ class ToolPipeline:
         return plan
 
     def _open_store(self) -> IdempotencyStore:
-        from luma.runtime.stores import StoreError, open_idempotency_store
+        from luma.runtime.store_config import open_idempotency_store
+        from luma.runtime.stores import StoreError
 
         runtime = self.runtime
         config = getattr(runtime.config, "idempotency_store", None)
