@@ -31,6 +31,7 @@ from luma.runtime.errors import LumaError, StartError
 
 if TYPE_CHECKING:
     from luma.compile import CheckedFile
+    from luma.runtime.call_limit import CallLimit
     from luma.models.ask import AskSetup
     from luma.runtime.engine import Runtime, SharedState
     from luma.runtime.secrets import SecretRedactor
@@ -341,7 +342,7 @@ def guard_outputs(trace: str | None, record: str | None, inputs: dict[Path, str]
 
 def _handlers(program: Any, program_path: Path, modules: list[str], config: Any,
               tools: Mapping[str, Callable[..., Any]] | None
-              ) -> tuple[dict[str, Any], dict[str, asyncio.Semaphore]]:
+              ) -> tuple[dict[str, Any], dict[str, CallLimit]]:
     """The handlers of the config's and the given tool modules, checked against their
     manifests and ``tool_module_policy``, then the Python callables of ``tools``; and each
     tool's concurrency limit."""
@@ -390,7 +391,7 @@ class Program:
     concurrent tasks and threads; :meth:`close` (or ``async with``/``with``) releases it."""
 
     def __init__(self, checked: CheckedFile, *, config: Any, handlers: dict[str, Any],
-                 limits: dict[str, asyncio.Semaphore], shared: SharedState,
+                 limits: dict[str, CallLimit], shared: SharedState,
                  ask_setup: AskSetup | None, secrets: SecretRedactor,
                  env: Mapping[str, str] | None, approve: ApproveCallback | None,
                  trace: SharedTrace | None, stderr: IO[str] | None, verbose: bool,
@@ -603,7 +604,7 @@ class Program:
                           env=environ, telemetry=telemetry, stderr=stream,
                           interactive=self._interactive, base_dir=self._base_dir,
                           shared=self._shared, approve=self._approve)
-        runtime.concurrency_limits = _fresh_limits(self._limits, self.config)
+        runtime.concurrency_limits = dict(self._limits)  # a module's limit covers every run
         if self._ask_setup is not None:
             from luma.models.ask import AskEngine
 
@@ -714,19 +715,6 @@ class Program:
                                     f"validate: {str(exc).splitlines()[0]}") from None
                 self._adapters[output_type] = adapter
             return adapter
-
-
-def _fresh_limits(limits: Mapping[str, asyncio.Semaphore],
-                  config: Any) -> dict[str, asyncio.Semaphore]:
-    """The run's own concurrency limits: one new semaphore per module, as many calls as
-    ``tool_module_policy.max_concurrency`` allows (a semaphore belongs to one event loop)."""
-    if not limits:
-        return {}
-    policy = getattr(config, "tool_module_policy", None)
-    size = getattr(policy, "max_concurrency", 1)
-    fresh: dict[int, asyncio.Semaphore] = {}
-    return {name: fresh.setdefault(id(limit), asyncio.Semaphore(size))
-            for name, limit in limits.items()}
 
 
 class _EventRelay:

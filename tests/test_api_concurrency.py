@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -125,3 +126,52 @@ def test_threads_share_one_program() -> None:
     assert all(tools.ran[("open_ticket", f"k{i}")] == 1 for i in range(5))
     # each thread's loop ran the cached tool at most once; the value was shared after that
     assert tools.ran[("shared_count", "all")] <= 8
+
+
+LIMITED = """
+schema Out { peak: int }
+tool busy(n: int) -> Out { description: "Stays a while in its module." }
+agent Worker {
+  tools: [busy]
+  fn run(n: int) -> Out { return tool busy({ n: n }) }
+}
+"""
+
+LIMITED_MODULE = """
+import asyncio
+import threading
+
+_lock = threading.Lock()
+_inside = 0
+_peak = 0
+
+
+async def busy(input):
+    global _inside, _peak
+    with _lock:
+        _inside += 1
+        _peak = max(_peak, _inside)
+    try:
+        await asyncio.sleep(0.01)
+    finally:
+        with _lock:
+            _inside -= 1
+    return {"peak": _peak}
+"""
+
+
+def test_a_modules_max_concurrency_holds_across_runs_and_threads(tmp_path: Path) -> None:
+    (tmp_path / "limited.py").write_text(LIMITED_MODULE, encoding="utf-8")
+    (tmp_path / "luma.config.json").write_text(json.dumps({
+        "tool_modules": ["./limited.py"],
+        "tool_module_policy": {"sandbox": "none", "max_concurrency": 2}}), encoding="utf-8")
+
+    with luma.loads(LIMITED, path=tmp_path / "worker.luma", stderr=io.StringIO()) as program:
+        async def many() -> list[Any]:
+            return await asyncio.gather(*(program.run("Worker", n=i) for i in range(30)))
+
+        with ThreadPoolExecutor(4) as pool:
+            threads = [pool.submit(lambda: asyncio.run(many())) for _ in range(4)]
+            results = [r for t in threads for r in t.result()]
+    assert len(results) == 120
+    assert max(r["peak"] for r in results) == 2

@@ -5,7 +5,6 @@ The interpreter and the pipeline depend on these, never on the engine that wires
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Literal, Protocol
@@ -14,6 +13,7 @@ from luma.runtime.errors import LumaError
 from luma.syntax import ast
 
 if TYPE_CHECKING:
+    from luma.runtime.call_limit import ConcurrencyLimit
     from luma.runtime.secrets import SecretRedactor
     from luma.runtime.shared import SharedState
     from luma.runtime.telemetry import Telemetry
@@ -70,7 +70,7 @@ class ToolHost(Protocol):
     interactive: bool
     approve: Approve | None
     base_dir: str
-    concurrency_limits: dict[str, asyncio.Semaphore]
+    concurrency_limits: dict[str, ConcurrencyLimit]
     inline_handler: str | None
 
     def warn(self, code: str, message: str) -> None: ...

@@ -8,13 +8,13 @@ The interpreter and the pipeline see the runtime only through the interfaces of
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from collections import deque
 from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING, Any
 
+from luma.runtime.call_limit import ConcurrencyLimit
 from luma.runtime.calls import Approve, CallContext, MethodCall, agent_tools
 from luma.runtime.errors import LumaError
 from luma.runtime.secrets import RedactingStream, SecretRedactor, register_startup_secrets
@@ -66,7 +66,7 @@ class Runtime:
         self._warnings: deque[dict[str, Any]] = deque(maxlen=HISTORY)
         self.ask_engine = ask_engine
         # tool name → the semaphore of its module (tool_module_policy.max_concurrency)
-        self.concurrency_limits: dict[str, asyncio.Semaphore] = {}
+        self.concurrency_limits: dict[str, ConcurrencyLimit] = {}
         # the tool whose sync handler is running on the event loop's thread right now
         self.inline_handler: str | None = None
         self.pipeline = ToolPipeline(self)
