@@ -29,5 +29,15 @@ def test_runs_end_in_results_or_worded_errors(tmp_path) -> None:
 
 def test_cases_cover_every_hostile_behaviour() -> None:
     cases = make_cases(RUNS, seed_value=20261201)
+    cases += make_cases(RUNS, seed_value=20261202)
     seen = {b for case, _ in cases for b, _ in case.behaviours.values()}
     assert seen == set(HOSTILE)
+
+
+def test_a_secret_in_the_output_is_found() -> None:
+    from robustness.fuzz import Case, Outcome, judge
+
+    case = Case("needs", "", [], {"DB_PASSWORD": 's3cret-"pw'}, {}, "none")
+    assert judge(Outcome(case, 1, "", 'error: s3cret-\\"pw\n', 0.1)) == [
+        "secret DB_PASSWORD in the output"]
+    assert judge(Outcome(case, 1, "", "error: [secret]\n", 0.1)) == []

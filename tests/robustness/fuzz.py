@@ -78,7 +78,17 @@ HOSTILE: dict[str, str] = {
     "sleep_short": "import time\n    time.sleep(0.05)\n    return ORIGINAL(input, needs)",
     "close_stdout": "import sys\n    sys.stdout.close()\n    return ORIGINAL(input, needs)",
     "mutate_input": "input.clear()\n    return ORIGINAL(input, needs) if False else None",
+    # handlers that put their `needs` (which hold secrets, where the program has contexts) into
+    # every channel: the result, a print, an exception's text, a typed error's code
+    "leak_needs_return": "return {'value': repr(needs), 'text': str(needs), 'summary': repr(needs)}",
+    "leak_needs_print": "print('needs are', needs)\n    return ORIGINAL(input, needs)",
+    "leak_needs_raise": "raise ValueError(repr(needs))",
+    "leak_needs_code": "raise LumaToolError(code=repr(needs), message=str(needs), details={str(needs): 1})",
 }
+
+#: Environment variables whose values Luma must never write (the seeds' credentials and
+#: context secrets), looked for in every run's output.
+_SECRET_NAMES = re.compile(r"PASSWORD|SECRET|TOKEN|API_KEY")
 
 # Whole-program mutations: a regex over the text and what to put there instead.
 _LITERAL_NUMBERS = ["0", "-1", "1", "2.5", "1e308", "-1e308", "100000000000000000000", "3"]
@@ -93,6 +103,10 @@ _CONTRACT_VALUES = {
     "tool_rate_limit": ["0", "1", "1000"],
     "tool_concurrency": ["1", "2", "64"],
 }
+
+
+#: Arguments a seed's header command leaves to the docs' later examples.
+_SEED_ARGS = {"needs": ["--arg", "id=c-7"]}
 
 
 @dataclass(slots=True)
@@ -152,6 +166,7 @@ def seeds() -> list[Seed]:
                   if type(d).__name__ == "AgentDecl"]
         if "--agent" not in rest and not checked.program.statements and agents:
             rest += ["--agent", agents[0]]
+        rest += _SEED_ARGS.get(path.stem, [])
         found.append(Seed(path.stem, text, handlers, rest, env, tools))
     return found
 
@@ -386,6 +401,12 @@ def judge(outcome: Outcome) -> list[str]:
             json.loads(outcome.stdout)
         except ValueError:
             problems.append("exit 0 but stdout is not one JSON value: " + outcome.stdout[:120])
+    for name, value in outcome.case.env.items():
+        if _SECRET_NAMES.search(name) and len(value) >= 6:
+            for form in {value, json.dumps(value)[1:-1], repr(value)[1:-1]}:
+                if form in outcome.stdout or form in outcome.stderr:
+                    problems.append(f"secret {name} in the output")
+                    break
     return problems
 
 
@@ -405,6 +426,9 @@ def summary(outcomes: list[Outcome]) -> dict[str, int]:
         "tracebacks": sum(1 for o in outcomes if any("traceback" in p for p in o.problems)),
         "hangs": sum(1 for o in outcomes if o.exit_code is None),
         "bad_stdout": sum(1 for o in outcomes if any("stdout is not" in p for p in o.problems)),
+        "runs_with_secrets": sum(1 for o in outcomes
+                                 if any(_SECRET_NAMES.search(k) for k in o.case.env)),
+        "secrets_found": sum(1 for o in outcomes if any("secret " in p for p in o.problems)),
         **{f"exit_{k}": v for k, v in sorted(exits.items())},
     }
 
