@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from luma.compile import CheckedFile
     from luma.runtime.call_limit import CallLimit
     from luma.models.ask import AskSetup
-    from luma.runtime.engine import Runtime, SharedState
+    from luma.runtime.engine import Runtime
+    from luma.runtime.shared import SharedState
     from luma.runtime.secrets import SecretRedactor
     from luma.runtime.telemetry import SharedTrace
     from luma.syntax.diagnostics import Diagnostic
@@ -247,7 +248,7 @@ def start(checked: CheckedFile, *, tool_modules: Iterable[str | os.PathLike[str]
     ``before_open`` runs after the handlers are known and before the trace, the stores and
     the models are opened (the command line chooses what to run there)."""
     from luma.runtime.config import ConfigError, find_config, parse_config
-    from luma.runtime.engine import SharedState
+    from luma.runtime.shared import SharedState
     from luma.runtime.secrets import SecretRedactor, register_startup_secrets
 
     program = checked.program
