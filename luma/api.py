@@ -253,6 +253,7 @@ def start(checked: CheckedFile, *, tool_modules: Iterable[str | os.PathLike[str]
 
     program = checked.program
     assert program is not None
+    _checked_env(env, "env")
     program_path = Path(checked.source.path)
     environ: Mapping[str, str] = os.environ if env is None else env
     modules = [os.fspath(m) for m in tool_modules]
@@ -339,6 +340,27 @@ def guard_outputs(trace: str | None, record: str | None, inputs: dict[Path, str]
             problems.append(str(exc))
     if problems:
         raise StartError(problems)
+
+
+def _checked_env(env: Mapping[str, str] | None, where: str) -> None:
+    """``env=`` maps strings to strings, as ``os.environ`` does: the caller's mistake otherwise
+    (a ``TypeError`` that names the entry, before anything runs)."""
+    if env is None or env is os.environ:
+        return
+    if not isinstance(env, Mapping):
+        raise TypeError(f"{where} must be a mapping of names to strings, not "
+                        f"{type(env).__name__}")
+    for key, value in env.items():
+        if not isinstance(key, str):
+            raise TypeError(f"{where} must map names to strings; the name {key!r} is "
+                            f"{_a(type(key).__name__)}")
+        if not isinstance(value, str):
+            raise TypeError(f"{where} must map names to strings; {key!r} is "
+                            f"{_a(type(value).__name__)}")
+
+
+def _a(word: str) -> str:
+    return f"an {word}" if word[:1] in "aeiou" else f"a {word}"
 
 
 def _handlers(program: Any, program_path: Path, modules: list[str], config: Any,
@@ -640,6 +662,7 @@ class Program:
         """One run of ``agent.fn(arguments)`` (the top-level statements when ``agent`` is
         None). Luma errors are raised as :class:`RunError`; cancelling the awaiting task
         cancels the run."""
+        _checked_env(env, "env")
         adapter = self._adapter(output_type) if output_type is not None else None
         events = _EventRelay(on_event) if on_event is not None else None
         if runtime is None:

@@ -466,3 +466,11 @@ def test_runs_of_a_loaded_program_compile_import_and_build_nothing_again(
             program.call_sync("Triage", "check", team="x")
         assert built == []
         assert set(sys.modules) - modules == set()
+
+
+def test_an_env_that_is_not_strings_is_the_callers_type_error() -> None:
+    with pytest.raises(TypeError, match=r"^env must map names to strings; 'TRIAGE_TOKEN' is "
+                                        r"an int$"):
+        _load(env={"TRIAGE_TOKEN": 5})
+    with _load() as program, pytest.raises(TypeError, match=r"the name 3 is an int$"):
+        program.run_sync("Triage", text="x", env={3: "x"})
