@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from luma.runtime.sandbox import STRICT, SandboxViolation
+from luma.runtime.sandbox_errors import STRICT, SandboxViolation
 
 REGISTER = "luma.sandbox.strict"
 
