@@ -35,7 +35,7 @@ from luma.runtime.errors import LumaError, StartError
 
 if TYPE_CHECKING:
     from luma.compile import CheckedFile
-    from luma.models.ask import AskSetup
+    from luma.models.ask_setup import AskSetup
     from luma.runtime.call_limit import CallLimit
     from luma.runtime.secrets import SecretRedactor
 
@@ -254,7 +254,7 @@ def _ask_setup(program: Any, config: Any, base_dir: str, secrets: SecretRedactor
                env: Mapping[str, str], model: str | None, record: str | None,
                replay: str | None, script: list[Any] | None) -> AskSetup | None:
     try:
-        from luma.models.ask import AskSetup
+        from luma.models.ask_setup import AskSetup
     except ImportError:
         return None
     return AskSetup.build(program, config, base_dir=base_dir, secrets=secrets, env=env,

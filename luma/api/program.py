@@ -18,7 +18,7 @@ from luma.runtime.errors import LumaError, StartError
 
 if TYPE_CHECKING:
     from luma.compile import CheckedFile
-    from luma.models.ask import AskSetup
+    from luma.models.ask_setup import AskSetup
     from luma.runtime.call_limit import CallLimit
     from luma.runtime.engine import Runtime
     from luma.runtime.secrets import SecretRedactor
