@@ -283,8 +283,8 @@ def test_a_module_handler_for_a_query_is_refused(tmp_path: Path) -> None:
             files={"tools.py": "def customer(input):\n    return {'id': 'x', 'name': 'y'}\n"})
     result = luma("shop.luma", "--tool-module", "tools.py", cwd=tmp_path)
     assert result.code == 2, result.stderr
-    assert errors(result.stderr) == ("error: 'customer' is a query: its handler is the bridge of its "
-                             "datasource, not a function of a tool module.\n")
+    assert errors(result.stderr) == ("error: 'customer' is a query: its handler is the bridge of "
+                                     "its datasource; it takes no other handler.\n")
 
 
 BRIDGES = """\

@@ -155,7 +155,7 @@ def start(checked: CheckedFile, *, tool_modules: Iterable[str | os.PathLike[str]
     bridged = [t for t in program.tools if t.kind != "tool" and t.name in handlers]
     if bridged:
         raise StartError([f"'{t.name}' is a {t.kind}: its handler is the bridge of its "
-                          "datasource, not a function of a tool module." for t in bridged])
+                          "datasource; it takes no other handler." for t in bridged])
     if before_open is not None:
         before_open()
 
