@@ -23,6 +23,7 @@ _COMMANDS = """commands:
   luma check [PATH ...]      check .luma files (a CI lint); see 'luma check --help'
   luma PROGRAM.luma [...]    run a program (also 'luma run PROGRAM.luma'); see 'luma run --help'
   luma export PROGRAM.luma   print the tool declarations sent to a provider
+  luma fmt [PATH ...]        format .luma files in the canonical layout (--check, --diff)
   luma help [COMMAND]        show the help of a command
 
 options:
@@ -37,7 +38,7 @@ _ENVIRONMENT = """environment:
   NO_COLOR               set to turn colour off (like --color never)
 """
 
-_NAMES = ("check", "run", "export", "help")
+_NAMES = ("check", "run", "export", "fmt", "help")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -111,6 +112,10 @@ def _dispatch(args: list[str], whole_process: bool = False) -> int:
         return export_command(args[1:])
     if first == "run":
         return run_command(args[1:], prog="luma run")
+    if first == "fmt":
+        from luma.authoring import fmt_command
+
+        return fmt_command(args[1:])
     return run_command(args, prog="luma")
 
 
@@ -159,8 +164,10 @@ def _unknown_command(name: str) -> str | None:
 
 def help_command(argv: Sequence[str]) -> int:
     """``luma help [COMMAND]``: the help of the command (or of ``luma``), on stdout."""
+    from luma import authoring
+
     parsers = {"check": _check_parser, "run": lambda: _run_parser("luma run"),
-               "export": _export_parser}
+               "export": _export_parser, "fmt": authoring.fmt_parser}
     usage = _top_parser()
     if len(argv) > 1:
         usage.error(f"unexpected argument '{argv[1]}' (luma help takes one command)")
