@@ -67,9 +67,9 @@ def fmt_command(argv: Sequence[str]) -> int:
     files, _ = find_luma_files(paths, exclude=args.exclude)
     changed: list[str] = []
     failed = 0
-    for path in files:
-        name = str(path)
-        outcome = _format_file(path)
+    for file in files:
+        name = str(file)
+        outcome = _format_file(file)
         if isinstance(outcome, str):
             failed += 1
             sys.stderr.write(outcome)
@@ -83,7 +83,7 @@ def fmt_command(argv: Sequence[str]) -> int:
         if args.check and not args.diff:
             _write_stdout(name + "\n")
         if not (args.check or args.diff):
-            problem = _write(path, after)
+            problem = _write(file, after)
             if problem:
                 failed += 1
                 print(f"luma fmt: error: cannot write {name}: {problem}", file=sys.stderr)

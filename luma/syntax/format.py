@@ -200,7 +200,8 @@ class _Formatter:
 
         add(list(self.program.items), lambda n: isinstance(n, ast.DECL_TYPES))
         for agent in self.program.agents:
-            entries = sorted([*agent.config, *agent.fns], key=lambda e: e.span.start)
+            entries: list[ast.ConfigEntry | ast.FnDecl] = sorted(
+                [*agent.config, *agent.fns], key=lambda e: e.span.start)
             add(entries, lambda n: isinstance(n, ast.FnDecl))
         return gaps
 
