@@ -188,3 +188,38 @@ def _write(path: Path, text: str) -> str | None:
             pass
         return exc.strerror or str(exc)
     return None
+
+
+# ---------------------------------------------------------------------------------------- init
+
+def init_parser() -> argparse.ArgumentParser:
+    parser = _parser(
+        "luma init",
+        description="Create a new Luma project that runs at once: a program, its tool module "
+                    "with generated types, luma.config.json, a test on the offline model and a "
+                    "pre-commit config. Overwrites nothing.")
+    parser.add_argument("folder", nargs="?", default=".", metavar="DIR",
+                        help="the project's folder, made when missing (default: .)")
+    return parser
+
+
+def init_command(argv: Sequence[str]) -> int:
+    """``luma init [DIR]``: 0 written, 1 refused (a file of the project exists), 2 usage."""
+    from luma.project import PROGRAM, InitRefused, init_project
+
+    args = init_parser().parse_checked(argv)  # type: ignore[attr-defined]
+    folder = Path(args.folder)
+    try:
+        written = init_project(folder)
+    except InitRefused as exc:
+        print(f"luma init: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except OSError as exc:
+        print(f"luma init: error: cannot write in {folder}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return EXIT_FAILED
+    for path in written:
+        print(f"created {path}", file=sys.stderr)
+    program = PROGRAM if folder == Path(".") else str(folder / PROGRAM)
+    print(f"run it: luma {program}    test it: pytest {folder}", file=sys.stderr)
+    return EXIT_OK

@@ -24,6 +24,7 @@ _COMMANDS = """commands:
   luma PROGRAM.luma [...]    run a program (also 'luma run PROGRAM.luma'); see 'luma run --help'
   luma export PROGRAM.luma   print the tool declarations sent to a provider
   luma fmt [PATH ...]        format .luma files in the canonical layout (--check, --diff)
+  luma init [DIR]            create a new project that runs at once
   luma help [COMMAND]        show the help of a command
 
 options:
@@ -38,7 +39,7 @@ _ENVIRONMENT = """environment:
   NO_COLOR               set to turn colour off (like --color never)
 """
 
-_NAMES = ("check", "run", "export", "fmt", "help")
+_NAMES = ("check", "run", "export", "fmt", "init", "help")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -116,6 +117,10 @@ def _dispatch(args: list[str], whole_process: bool = False) -> int:
         from luma.authoring import fmt_command
 
         return fmt_command(args[1:])
+    if first == "init":
+        from luma.authoring import init_command
+
+        return init_command(args[1:])
     return run_command(args, prog="luma")
 
 
@@ -167,7 +172,8 @@ def help_command(argv: Sequence[str]) -> int:
     from luma import authoring
 
     parsers = {"check": _check_parser, "run": lambda: _run_parser("luma run"),
-               "export": _export_parser, "fmt": authoring.fmt_parser}
+               "export": _export_parser, "fmt": authoring.fmt_parser,
+               "init": authoring.init_parser}
     usage = _top_parser()
     if len(argv) > 1:
         usage.error(f"unexpected argument '{argv[1]}' (luma help takes one command)")
