@@ -223,3 +223,24 @@ def init_command(argv: Sequence[str]) -> int:
     program = PROGRAM if folder == Path(".") else str(folder / PROGRAM)
     print(f"run it: luma {program}    test it: pytest {folder}", file=sys.stderr)
     return EXIT_OK
+
+
+# ----------------------------------------------------------------------------------------- lsp
+
+def lsp_parser() -> argparse.ArgumentParser:
+    return _parser("luma lsp", description="Run the Luma language server on stdin and stdout "
+                                           "(for editors; needs the extra: pip install "
+                                           "'luma[lsp]').")
+
+
+def lsp_command(argv: Sequence[str]) -> int:
+    """``luma lsp``: serve until the client says exit; 1 when the extra is missing."""
+    lsp_parser().parse_checked(argv)  # type: ignore[attr-defined]
+    from luma.lsp import MissingExtra, serve_stdio
+
+    try:
+        serve_stdio()
+    except MissingExtra as exc:
+        print(f"luma lsp: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK

@@ -25,6 +25,7 @@ _COMMANDS = """commands:
   luma export PROGRAM.luma   print the tool declarations sent to a provider
   luma fmt [PATH ...]        format .luma files in the canonical layout (--check, --diff)
   luma init [DIR]            create a new project that runs at once
+  luma lsp                   run the language server on stdio (for editors)
   luma help [COMMAND]        show the help of a command
 
 options:
@@ -39,7 +40,7 @@ _ENVIRONMENT = """environment:
   NO_COLOR               set to turn colour off (like --color never)
 """
 
-_NAMES = ("check", "run", "export", "fmt", "init", "help")
+_NAMES = ("check", "run", "export", "fmt", "init", "lsp", "help")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -121,6 +122,10 @@ def _dispatch(args: list[str], whole_process: bool = False) -> int:
         from luma.authoring import init_command
 
         return init_command(args[1:])
+    if first == "lsp":
+        from luma.authoring import lsp_command
+
+        return lsp_command(args[1:])
     return run_command(args, prog="luma", whole_process=whole_process)
 
 
@@ -173,7 +178,7 @@ def help_command(argv: Sequence[str]) -> int:
 
     parsers = {"check": _check_parser, "run": lambda: _run_parser("luma run"),
                "export": _export_parser, "fmt": authoring.fmt_parser,
-               "init": authoring.init_parser}
+               "init": authoring.init_parser, "lsp": authoring.lsp_parser}
     usage = _top_parser()
     if len(argv) > 1:
         usage.error(f"unexpected argument '{argv[1]}' (luma help takes one command)")
