@@ -219,3 +219,16 @@ def test_code_action_applies_the_did_you_mean(client: LspClient) -> None:
 
 def test_shutdown_ends_the_server(client: LspClient) -> None:
     assert client.shutdown() == 0
+
+
+def test_without_the_extra_the_command_says_which_to_install() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['pygls'] = None; from luma.cli import main; "
+            "sys.exit(main(['lsp']))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 1
+    assert done.stderr == ("luma lsp: error: luma lsp needs the language server extra: "
+                           "pip install 'luma[lsp]'\n")

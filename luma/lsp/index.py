@@ -55,9 +55,19 @@ class Analysis:
 
 def analyse(text: str, path: str) -> Analysis:
     """Parse, check and index ``text``."""
+    import gc
+
     from luma.compile import check_text
 
-    checked = check_text(text, path)
+    # The tree is made of many small objects and no cycles: a collection halfway through
+    # building it would only cost time (a tenth of an analysis).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        checked = check_text(text, path)
+    finally:
+        if enabled:
+            gc.enable()
     analysis = Analysis(checked.source, checked.program, list(checked.diagnostics))
     if checked.program is not None:
         _Indexer(analysis, checked.program).run()
@@ -190,16 +200,32 @@ class _Indexer:
                 self.use(("var", scope, node.root), root)
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELDS.get(cls)
+    if names is None:
+        import dataclasses
+
+        names = _FIELDS[cls] = tuple(
+            f.name for f in dataclasses.fields(cls) if not f.name.endswith("span"))
+    return names
+
+
+_LEAVES = (str, int, float, bool, type(None))
+
+
 def _walk(node: Any) -> Iterator[Any]:
     """Every node under ``node`` in source order, callees and member objects included."""
-    import dataclasses
-
     stack = [node]
     while stack:
         n = stack.pop()
         if isinstance(n, tuple):
             stack.extend(reversed(n))
-        elif dataclasses.is_dataclass(n) and not isinstance(n, (type, Span)):
+        elif isinstance(n, _LEAVES) or isinstance(n, Span):
+            continue
+        else:
             yield n
             if isinstance(n, ast.Call) and isinstance(n.callee, ast.Name):
                 stack.extend(reversed(n.args))  # the callee is a function, not a variable
@@ -207,4 +233,4 @@ def _walk(node: Any) -> Iterator[Any]:
             if isinstance(n, ast.Member) and isinstance(n.obj, ast.Name):
                 stack.append(n.obj)
                 continue
-            stack.extend(reversed([getattr(n, f.name) for f in dataclasses.fields(n)]))
+            stack.extend(reversed([getattr(n, name) for name in _field_names(type(n))]))

@@ -19,7 +19,7 @@ from luma.syntax import ast
 from luma.syntax.diagnostics import Diagnostic
 from luma.syntax.source import SourceFile, Span
 
-DEBOUNCE_SECONDS = 0.05
+DEBOUNCE_SECONDS = 0.02
 
 _SYMBOL_KINDS = {"schema": lsp.SymbolKind.Struct, "tool": lsp.SymbolKind.Function,
                  "model": lsp.SymbolKind.Object, "agent": lsp.SymbolKind.Class,
@@ -285,6 +285,9 @@ def code_actions(ls: LumaServer, params: lsp.CodeActionParams) -> list[lsp.CodeA
 
 
 def run_stdio() -> None:
+    import gc
+
+    gc.freeze()  # what start-up made lives as long as the server: no collection need scan it
     server.start_io()
 
 
