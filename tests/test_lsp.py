@@ -217,10 +217,6 @@ def test_code_action_applies_the_did_you_mean(client: LspClient) -> None:
     assert actions[0]["edit"]["changes"][uri] == [{"range": unknown["range"], "newText": "Order"}]
 
 
-def test_shutdown_ends_the_server(client: LspClient) -> None:
-    assert client.shutdown() == 0
-
-
 def test_without_the_extra_the_command_says_which_to_install() -> None:
     import subprocess
     import sys
@@ -232,3 +228,27 @@ def test_without_the_extra_the_command_says_which_to_install() -> None:
     assert done.returncode == 1
     assert done.stderr == ("luma lsp: error: luma lsp needs the language server extra: "
                            "pip install 'luma[lsp]'\n")
+
+
+def test_a_python_generic_gets_the_luma_type_as_a_quick_fix(client: LspClient) -> None:
+    text = "schema Basket {\n  items: list[int]\n  counts: dict[str, float]\n}\n"
+    uri, diagnostics = open_doc(client, "generic", text)
+    assert [d["message"] for d in diagnostics] == [
+        "'list[int]' is not a Luma type\nhint: did you mean 'int[]'?"]
+    actions = client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": diagnostics[0]["range"],
+        "context": {"diagnostics": diagnostics}})
+    assert actions[0]["edit"]["changes"][uri] == [{
+        "range": {"start": at(text, "list"), "end": at(text, "int]", delta=4)},
+        "newText": "int[]"}]
+    fixed = text.replace("list[int]", "int[]")
+    assert check_syntax(fixed) == ["'dict[str, float]' is not a Luma type"]
+    assert check_syntax(fixed.replace("dict[str, float]", "map[float]")) == []
+
+
+def check_syntax(text: str) -> list[str]:
+    return [d.message for d in check_text(text).diagnostics]
+
+
+def test_shutdown_ends_the_server(client: LspClient) -> None:
+    assert client.shutdown() == 0
