@@ -182,7 +182,8 @@ class ToolPipeline:
                 tool.name, key, input_fingerprint(_numbers_by_value(value)),
                 tool.settings.idempotency_ttl_ms,
                 lambda: self._execute(plan, value, needs, stats),
-                revalidate=tool.revalidate if store.persistent else None)
+                revalidate=tool.revalidate if store.persistent else None,
+                wait_timeout_ms=plan.timeout_ms)
         except StoreError as err:
             raise LumaError(err.code, err.message, retryable=err.retryable,
                             tool=tool.name) from None

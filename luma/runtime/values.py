@@ -110,7 +110,6 @@ MAX_JSON_DEPTH = 200
 handler (and in a program's arguments)."""
 
 _SCALARS = (str, int, float, bool, type(None))
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TOOL_MODULE_NAME = re.compile(r"luma_tool_module_(.+?)_[0-9a-f]{12}(?:_\w+)?")  # modules.py
 
 
@@ -157,53 +156,33 @@ def json_problem(value: Any, subclasses: list[bool] | None = None) -> tuple[str,
         if seen is not None and seen[1] >= depth:
             continue
         walked[id(container)] = (path, depth)
-        if isinstance(container, dict):
-            for key, item in container.items():
+        is_dict = isinstance(container, dict)
+        for key, item in container.items() if is_dict else enumerate(container):
+            if is_dict:
                 if type(key) is not str:
                     return _path(path), (f"the key {_short_repr(key)} is a Python "
                                          f"{python_type_name(key)}, not a string")
                 if not key.isascii() and _bad_unicode(key):
                     return _path(path), "a key is not valid Unicode (it holds a lone surrogate)"
-                t = type(item)
-                if t is str or t is int or t is bool or item is None:
-                    if t is str and not item.isascii() and _bad_unicode(item):
-                        return _path((path, key)), _BAD_STRING
-                    if t is int and not -_BIG_INT < item < _BIG_INT:
-                        return _path((path, key)), _too_big(item)
-                    continue
-                if t is dict or t is list or isinstance(item, (dict, list)):
-                    if id(item) in walked and _on_path(walked, item, path):
-                        return _path((path, key)), _CIRCULAR
-                    if subclasses is not None and t is not dict and t is not list:
-                        subclasses[0] = True
-                    stack.append((item, (path, key), depth + 1))
-                    continue
-                reason = _scalar_problem(item)
-                if reason is not None:
-                    return _path((path, key)), reason
-                if subclasses is not None and t is not float:
+            t = type(item)
+            if t is str or t is int or t is bool or item is None:
+                if t is str and not item.isascii() and _bad_unicode(item):
+                    return _path((path, key)), _BAD_STRING
+                if t is int and not -_BIG_INT < item < _BIG_INT:
+                    return _path((path, key)), _too_big(item)
+                continue
+            if t is dict or t is list or isinstance(item, (dict, list)):
+                if id(item) in walked and _on_path(walked, item, path):
+                    return _path((path, key)), _CIRCULAR
+                if subclasses is not None and t is not dict and t is not list:
                     subclasses[0] = True
-        else:
-            for index, item in enumerate(container):
-                t = type(item)
-                if t is str or t is int or t is bool or item is None:
-                    if t is str and not item.isascii() and _bad_unicode(item):
-                        return _path((path, index)), _BAD_STRING
-                    if t is int and not -_BIG_INT < item < _BIG_INT:
-                        return _path((path, index)), _too_big(item)
-                    continue
-                if t is dict or t is list or isinstance(item, (dict, list)):
-                    if id(item) in walked and _on_path(walked, item, path):
-                        return _path((path, index)), _CIRCULAR
-                    if subclasses is not None and t is not dict and t is not list:
-                        subclasses[0] = True
-                    stack.append((item, (path, index), depth + 1))
-                    continue
-                reason = _scalar_problem(item)
-                if reason is not None:
-                    return _path((path, index)), reason
-                if subclasses is not None and t is not float:
-                    subclasses[0] = True
+                stack.append((item, (path, key), depth + 1))
+                continue
+            reason = _scalar_problem(item)
+            if reason is not None:
+                return _path((path, key)), reason
+            if subclasses is not None and t is not float:
+                subclasses[0] = True
     return None
 
 
@@ -313,20 +292,9 @@ def _bad_unicode(text: str) -> bool:
 
 
 def _path(path: Any) -> str:
-    parts: list[str] = []
-    while path is not None:
-        path, key = path
-        if isinstance(key, int):
-            parts.append(f"[{key}]")
-        elif _IDENTIFIER.fullmatch(key):
-            parts.append(f".{key}")
-        else:
-            parts.append(f"[{json.dumps(key, ensure_ascii=False)}]")
-    parts.reverse()
-    if len(parts) > 12:  # a path that deep is read by its ends
-        parts = [*parts[:6], f"...({len(parts) - 9} more)...", *parts[-3:]]
-    text = "".join(parts)
-    return text[1:] if text.startswith(".") else text
+    from luma.schema.validate import render_path
+
+    return render_path(path, elide=True)
 
 
 def parse_json(text: str, *, object_pairs_hook: Any = None) -> Any:
