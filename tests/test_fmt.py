@@ -291,3 +291,25 @@ def test_every_docs_snippet_is_formatted() -> None:
     blocks = [(where, text) for where, text in _luma_blocks() if parse_text(text)[0] is not None]
     assert len(blocks) > 20
     assert [where for where, text in blocks if format_text(text) != text] == []
+
+
+_EDITS = ["\n", "\n\n", " ", ",", " // c\n", "/* b */", "{", "}", "(", ")", "[", "]", ":", "=",
+          "-", "@desc(\"d\")", "else", "x", "1"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from(PARSING), st.data())
+def test_mutated_repository_programs_that_parse_format_well(path: Path,
+                                                            data: st.DataObject) -> None:
+    """A program a few edits away from a real one (as it is while being typed) that still
+    parses is formatted, never refused, and keeps its meaning and comments."""
+    text = path.read_text(encoding="utf-8")
+    for _ in range(data.draw(st.integers(1, 3))):
+        pos = data.draw(st.integers(0, len(text)))
+        if data.draw(st.booleans()):
+            text = text[:pos] + data.draw(st.sampled_from(_EDITS)) + text[pos:]
+        else:
+            text = text[:pos] + text[pos + data.draw(st.integers(1, 6)):]
+    if parse_text(text)[0] is None:
+        return
+    assert_formats_well(text)

@@ -155,6 +155,12 @@ def test_rename_changes_every_use_in_the_file(client: LspClient) -> None:
         "textDocument": {"uri": uri}, "position": at(PROGRAM, "Order"), "newName": "Purchase"})
     starts = sorted((e["range"]["start"]["line"], e["newText"]) for e in edit["changes"][uri])
     assert starts == [(0, "Purchase"), (5, "Purchase"), (18, "Purchase")]
+    variable = client.request("textDocument/rename", {
+        "textDocument": {"uri": uri}, "position": at(PROGRAM, "order\n"), "newName": "found"})
+    assert sorted(e["range"]["start"]["line"] for e in variable["changes"][uri]) == [19, 20]
+    field = client.request("textDocument/rename", {
+        "textDocument": {"uri": uri}, "position": at(PROGRAM, "total"), "newName": "sum"})
+    assert field is None
 
 
 def test_document_symbols(client: LspClient) -> None:

@@ -289,5 +289,10 @@ def fix_of(hint: str | None) -> str | None:
 
 
 def rename_target(analysis: Analysis, offset: int) -> Key | None:
+    """What a rename at ``offset`` renames: a declaration, a parameter or a variable, whose every
+    use the index knows. Not a schema's field: it is also read through values (``order.id``)
+    and written in object literals, which are not resolved to it."""
     occ = analysis.at(offset)
-    return occ.key if occ is not None and occ.key in analysis.definitions else None
+    if occ is None or occ.key not in analysis.definitions or occ.key[0] == "field":
+        return None
+    return occ.key
