@@ -24,6 +24,13 @@ def comments(text: str) -> list[str]:
     return [m.group(1).rstrip() for m in _COMMENT.finditer(text) if m.group(1)]
 
 
+def _sequence(text: str) -> list[str]:
+    """The tokens and comments in order, without the commas (the layout adds or drops them)."""
+    from luma.syntax.format import _tokenize
+
+    return [it.text for it in _tokenize(text) if it.text != ","]
+
+
 def assert_formats_well(text: str) -> str:
     out = format_text(text, "prop.luma")
     before, _ = parse_text(text)
@@ -32,6 +39,7 @@ def assert_formats_well(text: str) -> str:
     assert ast_shape(after) == ast_shape(before)
     assert format_text(out, "prop.luma") == out
     assert comments(out) == comments(text)
+    assert _sequence(out) == _sequence(text)  # no comment moved past a token
     assert out.endswith("\n") and not out.endswith("\n\n")
     assert not any(line != line.rstrip() for line in out.split("\n") if '"""' not in line)
     return out

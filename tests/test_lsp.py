@@ -98,6 +98,31 @@ def test_diagnostics_on_open_and_change_are_the_checkers(client: LspClient) -> N
     assert first["range"] == {"start": at(broken, "flaot"), "end": at(broken, "flaot", delta=5)}
 
 
+def test_a_burst_of_edits_is_checked_once_at_its_end(client: LspClient) -> None:
+    import queue
+    import time
+
+    uri, _ = open_doc(client, "burst", "x = 1\n")
+    for version in range(2, 7):
+        client.notify("textDocument/didChange", {
+            "textDocument": {"uri": uri, "version": version},
+            "contentChanges": [{"text": f"x = {'y' * version}\n"}]})
+    published = []
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        try:
+            message = client.notifications.get(timeout=0.05)
+        except queue.Empty:
+            continue
+        if message["params"].get("uri") == uri:
+            published.append(message["params"])
+    # one analysis for the burst (two if the machine paused the client between two edits)
+    assert 1 <= len(published) <= 2
+    last = published[-1]
+    assert (last["version"], [d["message"] for d in last["diagnostics"]]) == (
+        6, ["Unknown name 'yyyyyy'."])
+
+
 def test_related_information_carries_secondary_spans(client: LspClient) -> None:
     text = "schema A { x: int }\n\nschema A { y: int }\n"
     _, diagnostics = open_doc(client, "related", text)
