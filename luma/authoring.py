@@ -64,7 +64,9 @@ def fmt_command(argv: Sequence[str]) -> int:
     for path in paths:
         if not os.path.exists(path):
             parser.error(f"path does not exist: {path}")
-    files, _ = find_luma_files(paths, exclude=args.exclude)
+    found, _ = find_luma_files(paths, exclude=args.exclude)
+    unique = {os.path.realpath(f): f for f in reversed(found)}  # a file named twice: once
+    files = [f for f in found if unique.get(os.path.realpath(f)) is f]
     changed: list[str] = []
     failed = 0
     for file in files:

@@ -31,8 +31,11 @@ class LumaLexer(RegexLexer):  # type: ignore[misc]
             (r"/\*[\s\S]*?\*/", Comment.Multiline),
             (r'"""', String.Double, "long-string"),
             (r'"', String.Double, "string"),
-            (rf"(schema|tool|model|agent)(\s+)({_NAME})(?=\s*[{{(=])",
+            (rf"(schema|model|agent)(\s+)({_NAME})(?=\s*[{{=])",
              bygroups(Keyword.Declaration, Whitespace, Name.Class)),
+            # a declaration's list holds parameters (`name:`) or nothing; a call's, a value
+            (rf"(tool)(\s+)({_NAME})(?=\s*\(\s*(?:\)|{_NAME}\??\s*:|$))",
+             bygroups(Keyword.Declaration, Whitespace, Name.Function)),
             (rf"(fn)(\s+)({_NAME})", bygroups(Keyword.Declaration, Whitespace, Name.Function)),
             (rf"(tool)(\s+)({_NAME})", bygroups(Keyword, Whitespace, Name.Function)),
             (rf"(needs)(\s+)({_NAME})", bygroups(Keyword, Whitespace, Name.Variable)),

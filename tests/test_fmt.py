@@ -242,6 +242,9 @@ def test_fmt_rewrites_files_in_place_keeping_their_permissions(tmp_path: Path) -
     assert path.stat().st_mode & 0o777 == 0o640
     assert done.stderr == (f"formatted {path}\nluma fmt: 1 file formatted, 0 already formatted\n")
     assert [p.name for p in tmp_path.iterdir()] == ["ugly.luma"]
+    path.write_text("x=2\n", encoding="utf-8")
+    twice = luma("fmt", str(path), str(tmp_path))
+    assert twice.stderr == f"formatted {path}\nluma fmt: 1 file formatted, 0 already formatted\n"
 
 
 def test_a_file_with_a_syntax_error_is_reported_and_left_untouched(tmp_path: Path) -> None:

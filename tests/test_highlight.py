@@ -49,7 +49,9 @@ def test_the_lexer_names_what_it_sees() -> None:
     tokens = [(t, v) for t, v in get_lexer_by_name("luma").get_tokens(text) if v.strip()]
     assert (Keyword.Declaration, "schema") in tokens and (Name.Class, "Order") in tokens
     assert (Name.Decorator, "desc") in tokens and (String.Interpol, "{a.b}") in tokens
-    assert (Name.Class, "get") in tokens or (Name.Function, "get") in tokens
+    assert tokens[tokens.index((Keyword.Declaration, "tool")) + 1] == (Name.Function, "get")
+    call = tokens.index((Keyword, "tool"))  # `tool get({...})` is a call, not a declaration
+    assert tokens[call + 1] == (Name.Function, "get")
     assert (Keyword.Constant, "true") in tokens and (Name.Function, "run") in tokens
     assert (Keyword.Type, "string") in tokens
 
