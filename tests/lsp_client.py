@@ -84,9 +84,9 @@ class LspClient:
                     and message["params"]["uri"] == uri:
                 return list(message["params"]["diagnostics"])
 
-    def initialize(self) -> dict[str, Any]:
+    def initialize(self, capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
         result = self.request("initialize", {"processId": None, "rootUri": None,
-                                             "capabilities": {}})
+                                             "capabilities": capabilities or {}})
         self.notify("initialized", {})
         return dict(result)
 

@@ -78,6 +78,34 @@ def test_initialize_announces_the_features() -> None:
         c.close()
 
 
+@pytest.mark.parametrize(("offered", "column"), [
+    (None, 12),  # UTF-16, the protocol's default: the emoji is two units, é one
+    (["utf-8"], 15),  # four bytes and two
+    (["utf-32"], 11),
+])
+def test_columns_are_counted_in_the_agreed_encoding(offered: list[str] | None,
+                                                    column: int) -> None:
+    c = LspClient()
+    try:
+        caps = c.initialize({"general": {"positionEncodings": offered}} if offered else None)
+        assert caps["capabilities"].get("positionEncoding", "utf-16") == (
+            offered[0] if offered else "utf-16")
+        text = 'x = "\U0001F600é" + yy\n'
+        uri, diagnostics = open_doc(c, "encoding", text)
+        assert diagnostics[0]["message"] == "Unknown name 'yy'."
+        assert diagnostics[0]["range"]["start"] == {"line": 0, "character": column}
+        refs = c.request("textDocument/references", {
+            "textDocument": {"uri": uri}, "position": {"line": 0, "character": column + 1},
+            "context": {"includeDeclaration": True}})
+        assert refs == []  # 'yy' is no variable: the position was read back as 'yy'
+        hovered = c.request("textDocument/definition", {
+            "textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}})
+        assert hovered["range"]["end"] == {"line": 0, "character": 1}
+        assert c.shutdown() == 0
+    finally:
+        c.close()
+
+
 def test_diagnostics_on_open_and_change_are_the_checkers(client: LspClient) -> None:
     uri, diagnostics = open_doc(client, "diag", PROGRAM)
     assert diagnostics == []

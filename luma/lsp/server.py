@@ -82,10 +82,20 @@ def _path_of(uri: str) -> str:
     return to_fs_path(uri) or uri
 
 
+def _units(char: str) -> int:
+    """How many code units of the encoding agreed with the client ``char`` takes."""
+    encoding = server.server_capabilities.position_encoding or lsp.PositionEncodingKind.Utf16
+    if encoding == lsp.PositionEncodingKind.Utf8:
+        return len(char.encode("utf-8"))
+    if encoding == lsp.PositionEncodingKind.Utf32:
+        return 1
+    return 2 if ord(char) > 0xFFFF else 1
+
+
 def _position(source: SourceFile, offset: int) -> lsp.Position:
     line, col = source.line_col(offset)
     text = source.line_text(line)[:col - 1]
-    return lsp.Position(line=line - 1, character=len(text.encode("utf-16-le")) // 2)
+    return lsp.Position(line=line - 1, character=sum(_units(c) for c in text))
 
 
 def _range(source: SourceFile, span: Span) -> lsp.Range:
@@ -97,7 +107,7 @@ def _offset(source: SourceFile, position: lsp.Position) -> int:
     units = 0
     col = 0
     while col < len(line) and units < position.character:
-        units += 2 if ord(line[col]) > 0xFFFF else 1
+        units += _units(line[col])
         col += 1
     starts = source._line_starts
     if position.line >= len(starts):
