@@ -309,5 +309,16 @@ def check_syntax(text: str) -> list[str]:
     return [d.message for d in check_text(text).diagnostics]
 
 
+def test_closing_a_document_clears_its_diagnostics(client: LspClient) -> None:
+    uri, diagnostics = open_doc(client, "closing", "x = yy\n")
+    assert [d["message"] for d in diagnostics] == ["Unknown name 'yy'."]
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                             "contentChanges": [{"text": "x = zz\n"}]})
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    assert client.diagnostics(uri) == []
+    assert client.request("textDocument/documentSymbol", {
+        "textDocument": {"uri": open_doc(client, "after", PROGRAM)[0]}})  # still serving
+
+
 def test_shutdown_ends_the_server(client: LspClient) -> None:
     assert client.shutdown() == 0

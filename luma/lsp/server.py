@@ -66,10 +66,9 @@ class LumaServer(LanguageServer):
 
     def publish(self, uri: str) -> None:
         self.pending.pop(uri, None)
-        try:
-            result = self.analysis(uri)
-        except KeyError:  # closed meanwhile
+        if uri not in self.workspace.text_documents:  # closed meanwhile
             return
+        result = self.analysis(uri)
         diagnostics = [_diagnostic(d, result.source, uri) for d in result.diagnostics]
         self.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics,
