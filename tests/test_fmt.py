@@ -26,9 +26,9 @@ def comments(text: str) -> list[str]:
 
 def _sequence(text: str) -> list[str]:
     """The tokens and comments in order, without the commas (the layout adds or drops them)."""
-    from luma.syntax.format import _tokenize
+    from luma.syntax.format import tokenize
 
-    return [it.text for it in _tokenize(text) if it.text != ","]
+    return [it.text for it in tokenize(text) if it.text != ","]
 
 
 def assert_formats_well(text: str) -> str:

@@ -242,11 +242,11 @@ def _enclosing_owner(before: str) -> str | None:
     """The keyword that owns the innermost ``{`` or ``(`` open at the end of ``before``:
     ``tool`` for a tool's body (and ``tool`` for its parameter list), ``object`` for an object
     literal, None at the top level."""
-    from luma.syntax.format import _tokenize
+    from luma.syntax.format import tokenize
 
     stack: list[tuple[str, list[str]]] = []  # (owner + bracket, the entry it is part of)
     entry: list[str] = []
-    for item in _tokenize(before):
+    for item in tokenize(before):
         if item.is_comment or item.kind in ("STRING", "LONG_STRING"):
             entry.append("x")
             continue

@@ -63,7 +63,7 @@ class FormatError(Exception):
 
 
 @dataclasses.dataclass(slots=True)
-class _Item:
+class LayoutToken:
     kind: str  # OP, NAME, INT, FLOAT, STRING, LONG_STRING, LINE_COMMENT, BLOCK_COMMENT
     text: str
     start: int
@@ -113,14 +113,15 @@ def _nodes(node: Any) -> Iterator[Any]:
                          if f.name not in ("declarations", "statements"))
 
 
-def _tokenize(text: str) -> list[_Item]:
-    items: list[_Item] = []
+def tokenize(text: str) -> list[LayoutToken]:
+    """The tokens and comments of ``text`` in order, each with the line breaks before it."""
+    items: list[LayoutToken] = []
     pos = 0
     breaks = 0
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None:  # cannot happen for text that parsed; keep the character as it is
-            items.append(_Item("OP", text[pos], pos, min(breaks, 2)))
+            items.append(LayoutToken("OP", text[pos], pos, min(breaks, 2)))
             breaks = 0
             pos += 1
             continue
@@ -129,7 +130,7 @@ def _tokenize(text: str) -> list[_Item]:
             breaks += 1
         elif kind != "WS":
             value = m.group().rstrip() if kind == "LINE_COMMENT" else m.group()
-            items.append(_Item(kind, value, pos, min(breaks, 2)))
+            items.append(LayoutToken(kind, value, pos, min(breaks, 2)))
             breaks = 0
         pos = m.end()
     return items
@@ -139,7 +140,7 @@ class _Formatter:
     def __init__(self, text: str, program: ast.Program) -> None:
         self.text = text
         self.program = program
-        self.items = _tokenize(text)
+        self.items = tokenize(text)
         self.attached: set[int] = set()  # offsets of ( and [ written against what precedes
         self.comma_lists: set[int] = set()  # offsets of ( and [ whose list takes a last ','
         self.unary: set[int] = set()  # offsets of unary minus signs
@@ -308,7 +309,7 @@ class _Formatter:
                     add_after.add(last)
                 elif opener.start not in self.multiline and is_comma:
                     drop.add(last)
-        rebuilt: list[_Item] = []
+        rebuilt: list[LayoutToken] = []
         carry = 0
         for i, it in enumerate(items):
             if i in drop:
@@ -319,7 +320,7 @@ class _Formatter:
                 carry = 0
             rebuilt.append(it)
             if i in add_after:
-                rebuilt.append(_Item("OP", ",", it.start + len(it.text), 0))
+                rebuilt.append(LayoutToken("OP", ",", it.start + len(it.text), 0))
         self.items = rebuilt
 
     def _blank_lines(self) -> None:
@@ -345,10 +346,10 @@ class _Formatter:
     def _emit(self) -> str:
         items = self.items
         lines: list[list[str]] = []  # [indent + code, trailing comment]
-        stack: list[tuple[_Item, int]] = []  # open brackets and the indent of their line
+        stack: list[tuple[LayoutToken, int]] = []  # open brackets and the indent of their line
         line_indent = 0
-        prev: _Item | None = None  # the previous item
-        prev_code: _Item | None = None  # the previous item that is not a comment
+        prev: LayoutToken | None = None  # the previous item
+        prev_code: LayoutToken | None = None  # the previous item that is not a comment
         for it in items:
             is_closer = it.kind == "OP" and it.text in _CLOSERS
             if it.nl or prev is None:
@@ -372,7 +373,7 @@ class _Formatter:
                 prev_code = it
         return _join(lines)
 
-    def _indent(self, stack: list[tuple[_Item, int]], prev_code: _Item | None) -> int:
+    def _indent(self, stack: list[tuple[LayoutToken, int]], prev_code: LayoutToken | None) -> int:
         if not stack:
             base, frame = 0, None
         else:
@@ -383,7 +384,7 @@ class _Formatter:
             return base if prev_code.text == "," else base + 1
         return base + 1 if _continues(prev_code) else base
 
-    def _space(self, prev: _Item | None, it: _Item) -> str:
+    def _space(self, prev: LayoutToken | None, it: LayoutToken) -> str:
         if prev is None:
             return ""
         p, t = prev.text, it.text
@@ -406,7 +407,7 @@ class _Formatter:
         return " "
 
 
-def _continues(item: _Item) -> bool:
+def _continues(item: LayoutToken) -> bool:
     if item.kind == "OP":
         kind = _OP_KINDS.get(item.text)
         return kind is not None and kind in CONTINUES_AFTER and kind not in ("COMMA",)
