@@ -185,6 +185,10 @@ def test_hover(client: LspClient) -> None:
     assert 'schema Order {\n  id: string @desc("Order id")\n  total: float\n}' in schema
     assert "provider: `test`" in hover(at(PROGRAM, "M\n", delta=0))
     assert "description" in hover(at(PROGRAM, "desc", delta=1))
+    assert hover(at(PROGRAM, "side_effects", delta=3)) == (
+        '`side_effects` (tool): the side-effect class, `"none"`, `"read"` or `"write"`; '
+        "`tool_policy` builds on it")
+    assert hover(at(PROGRAM, "tools:")).startswith("`tools` (agent): ")
 
 
 def test_definition_and_references(client: LspClient) -> None:

@@ -32,6 +32,46 @@ ANNOTATION_MEANINGS = {
 }
 
 
+KEY_MEANINGS = {
+    "tool": {
+        "description": "what the tool does and when not to use it: all a model has to choose by",
+        "side_effects": "the side-effect class, `\"none\"`, `\"read\"` or `\"write\"`; "
+                        "`tool_policy` builds on it",
+        "cache": "keep the result for the same input, in process (not for a write tool)",
+        "scope": "the permission label; must be in the agent's `tool_scopes`",
+        "credential": "an environment variable; while it is unset the tool never runs",
+        "error": "the schema that errors raised by the handler are validated against",
+        "retries": "extra attempts, on retryable errors only",
+        "retry_backoff": "the wait between attempts: `\"none\"`, `\"fixed\"` or "
+                         "`\"exponential\"`",
+        "retry_delay": "the base wait between attempts, in milliseconds",
+        "timeout": "this tool's timeout in milliseconds; overrides the agent's `tool_timeout`",
+        "idempotent": "run only once for the same `idempotency_key`",
+        "idempotency_key": "the input field whose value identifies a call",
+        "idempotency_ttl_ms": "how long an idempotency record stays valid, in milliseconds",
+    },
+    "model": {
+        "provider": "who answers: `openai`, `azure`, `anthropic`, `gemini` or the offline `test`",
+        "name": "the provider's model id (azure: the deployment name)",
+    },
+    "agent": {
+        "model": "the model of this agent's `ask`s (default: the program's default model)",
+        "system": "the system prompt of every `ask` of this agent",
+        "tools": "the tools this agent may call directly and that its model is offered",
+        "tool_policy": "`\"allow\"`, `\"deny_write\"` or `\"approval\"`",
+        "tool_scopes": "the scopes granted; not given: no scope check",
+        "tool_contexts": "the contexts the tools may use; not given: all",
+        "tool_rate_limit": "native tool calls allowed in one `ask` flow",
+        "tool_concurrency": "read-only native calls run at once in one provider turn",
+        "tool_failure_limit": "tool failures in one method call before the circuit opens",
+        "tool_timeout": "the default tool timeout, in milliseconds",
+        "tool_timeout_max": "the cap on any tool timeout, in milliseconds",
+        "tool_result_max_chars": "longer native tool results reach the model truncated",
+        "retries": "`ask` retries when the model's final answer fails validation",
+    },
+}
+
+
 def _choices(*values: str) -> tuple[str, ...]:
     return tuple(f'"{v}"' for v in values)
 
@@ -67,7 +107,7 @@ def hover(analysis: Analysis, offset: int) -> str | None:
         return ANNOTATION_MEANINGS.get(annotation)
     occ = analysis.at(offset)
     if occ is None:
-        return None
+        return _key_hover(text, offset)
     node = analysis.declarations.get(occ.key)
     if node is None:
         return None
@@ -98,6 +138,19 @@ def hover(analysis: Analysis, offset: int) -> str | None:
             return _code(f"{node.target}: {_source_of(analysis, node.type)}")
         return _code(occ.key[2]) + "\n\nlocal variable"
     return None
+
+
+def _key_hover(text: str, offset: int) -> str | None:
+    """The meaning of the configuration key under ``offset`` in a tool, model or agent."""
+    start = offset
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)\s*:", text[start:])
+    if m is None or offset > start + len(m.group(1)):
+        return None
+    owner = _enclosing_owner(text[:start])
+    meaning = KEY_MEANINGS.get(owner or "", {}).get(m.group(1))
+    return f"`{m.group(1)}` ({owner}): {meaning}" if meaning else None
 
 
 def _tool_hover(analysis: Analysis, tool: ast.ToolDecl) -> str:
