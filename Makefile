@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/check_startup.py
 	$(BIN)/python bench/check_throughput.py
 	$(BIN)/python bench/tool_pipeline.py
+	$(BIN)/python bench/lsp_diagnostics.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -23,6 +23,9 @@ _COMMANDS = """commands:
   luma check [PATH ...]      check .luma files (a CI lint); see 'luma check --help'
   luma PROGRAM.luma [...]    run a program (also 'luma run PROGRAM.luma'); see 'luma run --help'
   luma export PROGRAM.luma   print the tool declarations sent to a provider
+  luma fmt [PATH ...]        format .luma files in the canonical layout (--check, --diff)
+  luma init [DIR]            create a new project that runs at once
+  luma lsp                   run the language server on stdio (for editors)
   luma help [COMMAND]        show the help of a command
 
 options:
@@ -37,7 +40,7 @@ _ENVIRONMENT = """environment:
   NO_COLOR               set to turn colour off (like --color never)
 """
 
-_NAMES = ("check", "run", "export", "help")
+_NAMES = ("check", "run", "export", "fmt", "init", "lsp", "help")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -111,6 +114,18 @@ def _dispatch(args: list[str], whole_process: bool = False) -> int:
         return export_command(args[1:])
     if first == "run":
         return run_command(args[1:], prog="luma run", whole_process=whole_process)
+    if first == "fmt":
+        from luma.authoring import fmt_command
+
+        return fmt_command(args[1:])
+    if first == "init":
+        from luma.authoring import init_command
+
+        return init_command(args[1:])
+    if first == "lsp":
+        from luma.authoring import lsp_command
+
+        return lsp_command(args[1:])
     return run_command(args, prog="luma", whole_process=whole_process)
 
 
@@ -159,8 +174,11 @@ def _unknown_command(name: str) -> str | None:
 
 def help_command(argv: Sequence[str]) -> int:
     """``luma help [COMMAND]``: the help of the command (or of ``luma``), on stdout."""
+    from luma import authoring
+
     parsers = {"check": _check_parser, "run": lambda: _run_parser("luma run"),
-               "export": _export_parser}
+               "export": _export_parser, "fmt": authoring.fmt_parser,
+               "init": authoring.init_parser, "lsp": authoring.lsp_parser}
     usage = _top_parser()
     if len(argv) > 1:
         usage.error(f"unexpected argument '{argv[1]}' (luma help takes one command)")

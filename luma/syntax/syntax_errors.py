@@ -164,6 +164,9 @@ def describe_unexpected(exc: Any, text: str,
     owner = frame.owner if frame else None
     before = last[-3] if len(last) >= 3 and last[-1] is tok else (
         last[-2] if len(last) >= 2 and last[-1] is not tok else None)
+    generic = _python_generic(prev, before, tok, text)
+    if generic is not None:
+        return generic
     typo = _misspelt_keyword(prev, before, owner, tok)
     if typo is not None and prev is not None:
         return (f"'{prev.value}' is not a keyword", prev.start_pos, prev.end_pos, typo)
@@ -189,6 +192,33 @@ def describe_unexpected(exc: Any, text: str,
         after = f" after {_describe_token(prev)}"
     where = f" in {_frame_words(frame)}" if frame is not None and frame.owner in _OWNER_WORDS else ""
     return (f"expected {what}{after}{where}, found {found}", start, end, hint)
+
+
+_LIST_WORDS = ("list", "List", "tuple", "set", "Sequence", "Array")
+_MAP_WORDS = ("dict", "Dict", "Mapping", "Record")
+
+
+def _python_generic(prev: Any, before: Any, tok: Any,
+                    text: str) -> tuple[str, int, int, str] | None:
+    """``list[int]`` or ``dict[str, int]``, another language's way to write a Luma type: the
+    message names it and the hint is the Luma spelling (``int[]``, ``map[int]``)."""
+    if prev is None or before is None or prev.type != "LSQB" or before.type != "NAME":
+        return None
+    word = str(before.value)
+    if word not in _LIST_WORDS + _MAP_WORDS or tok.start_pos is None:
+        return None
+    close = text.find("]", tok.start_pos)
+    newline = text.find("\n", tok.start_pos)
+    if close < 0 or 0 <= newline < close:
+        return None
+    inner = " ".join(text[tok.start_pos:close].split())
+    if word in _LIST_WORDS:
+        luma = f"{inner}[]"
+    else:
+        luma = f"map[{inner.rpartition(',')[2].strip()}]"
+    written = f"{word}[{inner}]"
+    return (f"'{written}' is not a Luma type", before.start_pos, close + 1,
+            f"did you mean '{luma}'?")
 
 
 def _misspelt_keyword(prev: Any, before: Any, owner: str | None, tok: Any) -> str | None:
