@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from luma.check import check_program
 from luma.syntax import ast
-from luma.syntax.parse import parse_text, run_tables
+from luma.syntax.parse import parse_source, parse_text, run_tables
 from luma.syntax.ast import BadPlaceholder, StringLit
-from luma.syntax.source import Span
+from luma.syntax.source import SourceFile, Span
 from luma.syntax.strings import StringProblem, _placeholder, parse_string
 
 MB = 1_000_000
@@ -234,3 +234,32 @@ def test_a_bad_placeholder_keeps_its_text() -> None:
     assert lit.value == "a {b c} d"
     bad = [p for p in lit.parts if isinstance(p, BadPlaceholder)]
     assert [(b.text, b.span.start, b.span.end) for b in bad] == [("{b c}", 13, 18)]
+
+
+def test_no_collection_runs_during_a_parse_and_the_collector_is_left_as_it_was() -> None:
+    import gc
+
+    collections: list[str] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(phase)
+
+    text = schemas(3000)  # far more allocations than one generation holds
+    source = SourceFile("t.luma", text)
+    gc.callbacks.append(seen)
+    try:
+        program, _ = parse_source(source)
+        # none while it runs; the first allocation after it may start one (over what it made)
+        assert program is not None and len(collections) <= 1
+        assert gc.isenabled()
+        gc.disable()
+        try:
+            parse_text("x = 1\n")
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+        parse_text("x = \n")  # a syntax error too
+        assert gc.isenabled()
+    finally:
+        gc.callbacks.remove(seen)

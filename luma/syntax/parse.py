@@ -12,6 +12,7 @@ only to describe the error: what the parser expected, and where (``syntax_errors
 
 from __future__ import annotations
 
+import gc
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,7 +53,13 @@ class ParseFailure(Exception):
 
 
 def parse_source(source: SourceFile) -> tuple[ast.Program | None, list[Diagnostic]]:
-    """Parse one file. Returns the program, or None and the syntax error as a diagnostic."""
+    """Parse one file. Returns the program, or None and the syntax error as a diagnostic.
+
+    The cyclic garbage collector is paused while the parser runs: the tree it builds holds no
+    cycles, and a collection during a parse only walks the nodes made so far again (on 80,000
+    declarations that was a quarter of the parse, and more than linear in the file)."""
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         program = run_tables(source.text, source.path)
     except NoParse:
@@ -62,6 +69,9 @@ def parse_source(source: SourceFile) -> tuple[ast.Program | None, list[Diagnosti
         return None, [Diagnostic("error", "E001", p.message, Span(source.path, p.offset, p.end))]
     except _Refused as exc:
         return None, [exc.diagnostic]
+    finally:
+        if collecting:
+            gc.enable()
     return program, []
 
 
