@@ -110,8 +110,8 @@ def _dispatch(args: list[str], whole_process: bool = False) -> int:
     if first == "export":
         return export_command(args[1:])
     if first == "run":
-        return run_command(args[1:], prog="luma run")
-    return run_command(args, prog="luma")
+        return run_command(args[1:], prog="luma run", whole_process=whole_process)
+    return run_command(args, prog="luma", whole_process=whole_process)
 
 
 def _top_usage() -> str:
@@ -345,7 +345,7 @@ def _key_value(text: str) -> tuple[str, str]:
     return key, value
 
 
-def run_command(argv: Sequence[str], prog: str = "luma") -> int:
+def run_command(argv: Sequence[str], prog: str = "luma", whole_process: bool = False) -> int:
     """``luma PROGRAM.luma`` / ``luma run PROGRAM.luma``: compile (exit 2 with the diagnostics on
     a compile error), then run."""
     parser = _run_parser(prog)
@@ -379,10 +379,10 @@ def run_command(argv: Sequence[str], prog: str = "luma") -> int:
         print(f"error: {args.program} did not compile: {_plural(errors, 'error')}",
               file=sys.stderr)
         return EXIT_USAGE
-    return run_program(checked, args)
+    return run_program(checked, args, whole_process=whole_process)
 
 
-def run_program(checked: Any, args: argparse.Namespace) -> int:
+def run_program(checked: Any, args: argparse.Namespace, whole_process: bool = False) -> int:
     """Run a compiled program with the parsed options, or generate its tool types."""
     from luma.runtime.run import RunOptions, run_checked
 
@@ -392,7 +392,7 @@ def run_program(checked: Any, args: argparse.Namespace) -> int:
         record=args.record, replay=args.replay, verbose=args.verbose)
     if args.generate_tool_types:
         return _generate_tool_types(checked, args.generate_tool_types, options)
-    return run_checked(checked, options)
+    return run_checked(checked, options, whole_process=whole_process)
 
 
 def _generate_tool_types(checked: Any, out: str, options: Any) -> int:

@@ -8,32 +8,18 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cli_runner import luma
 from luma.runtime.manifests import integrity_of
-from sandbox.project import Project, restored_imports
+from sandbox.project import Project, isolated_imports, project  # noqa: F401 (fixtures)
 
 CLEAN = """
 def probe(input):
     return {"text": "ran"}
 """
-
-
-@pytest.fixture(autouse=True)
-def _isolated() -> Iterator[None]:
-    with restored_imports():
-        yield
-
-
-@pytest.fixture()
-def project(tmp_path: Path) -> Project:
-    folder = tmp_path / "app"
-    folder.mkdir()
-    return Project(folder)
 
 
 def _digest(text: str) -> str:

@@ -16,26 +16,9 @@ import pytest
 
 from luma.runtime.engine import CallContext
 from luma.runtime.sandbox import ENV_SPELLINGS, NETWORK_SPELLINGS
-from sandbox.project import Project, restored_imports
+from sandbox.project import Project, isolated_imports, project, strict  # noqa: F401 (fixtures)
 
 PREFIX = "error[TOOL_FAILED]: Tool 'probe' failed: "
-
-
-def strict(*allow: str, **settings: Any) -> dict[str, Any]:
-    return {"sandbox": "strict", "allow_builtins": list(allow), **settings}
-
-
-@pytest.fixture(autouse=True)
-def _isolated() -> Iterator[None]:
-    with restored_imports():
-        yield
-
-
-@pytest.fixture()
-def project(tmp_path: Path) -> Project:
-    folder = tmp_path / "app"
-    folder.mkdir()
-    return Project(folder)
 
 
 def refused_at_start(project: Project, message: str) -> None:

@@ -17,27 +17,10 @@ from typing import Any
 
 import pytest
 
-from sandbox.project import Project, restored_imports
+from sandbox.project import Project, isolated_imports, project, strict  # noqa: F401 (fixtures)
 
 PREFIX = "error[TOOL_FAILED]: Tool 'probe' failed: "
 WHO = "Tool module './tools.py'"
-
-
-def strict(*allow: str, **settings: Any) -> dict[str, Any]:
-    return {"sandbox": "strict", "allow_builtins": list(allow), **settings}
-
-
-@pytest.fixture(autouse=True)
-def _isolated() -> Iterator[None]:
-    with restored_imports():
-        yield
-
-
-@pytest.fixture()
-def project(tmp_path: Path) -> Project:
-    folder = tmp_path / "app"
-    folder.mkdir()
-    return Project(folder)
 
 
 def failed_with(project: Project, message: str, name: str = "x") -> None:
@@ -129,7 +112,7 @@ def test_luma_tool_error_leads_to_no_builtins(project: Project) -> None:
             return {"text": " | ".join(found)}
     """)
     project.config(policy=strict())
-    types_only = "Exception,bool,dict,float,int,list,str,super,tuple,type"
+    types_only = "BaseException,Exception,bool,dict,float,int,list,str,super,tuple,type"
     signal = "Empty,RLock,Signal,SignalAborted,SimpleQueue,__name__/" + types_only
     assert answered(project) == " | ".join([
         "LumaToolError,__name__/" + types_only, "LumaToolError,__name__/" + types_only,

@@ -101,15 +101,15 @@ def test_a_corrupt_file_is_quarantined_with_a_warning(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("content, reason", [
-    ('[1, 2]', "not a store envelope"),
-    ('{"version": "1", "records": {}}', "unknown format version '1'"),
     ('{"version": 1, "records": []}', "the records are not an object"),
-    ('{"version": 1, "records": {}, "extra": 1}', "unexpected fields in the envelope"),
+    ('{"version": 1, "records": {}, "extra": 1}',
+     "the envelope does not have the fields of a store"),
     ('{"version": 1, "records": {"db_write": {"r-1": {"result": 1}}}}',
      "the record of key 'r-1' of tool 'db_write' is malformed"),
-    (b'\xff\xfe{}', "not valid JSON: 'utf-8' codec can't decode byte 0xff in position 0"),
+    (b'{"version": 1, "records": {"db_write": \xff\xfe{}',
+     "not UTF-8 text (byte 0xff at offset 39)"),
 ])
-def test_a_file_of_the_wrong_shape_is_quarantined(tmp_path: Path, content: str | bytes,
+def test_a_store_of_the_wrong_shape_is_quarantined(tmp_path: Path, content: str | bytes,
                                                    reason: str) -> None:
     path = tmp_path / "idem.json"
     if isinstance(content, bytes):
@@ -125,11 +125,12 @@ def test_a_file_of_the_wrong_shape_is_quarantined(tmp_path: Path, content: str |
 def test_two_quarantines_in_one_second_keep_both_files(tmp_path: Path) -> None:
     path = tmp_path / "idem.json"
     warnings: list[str] = []
-    for text in ("garbage one", "garbage two"):
+    for text in ('{"version": 1, garbage one', '{"version": 1, garbage two'):
         path.write_text(text)
         FileIdempotencyStore(path, warn=warnings.append)
     kept = sorted(p.read_text() for p in tmp_path.iterdir() if ".corrupt-" in p.name)
-    assert kept == ["garbage one", "garbage two"] and len(warnings) == 2
+    assert kept == ['{"version": 1, garbage one', '{"version": 1, garbage two']
+    assert len(warnings) == 2
 
 
 def test_corruption_found_during_a_call_is_quarantined_too(tmp_path: Path) -> None:
@@ -137,7 +138,7 @@ def test_corruption_found_during_a_call_is_quarantined_too(tmp_path: Path) -> No
     warnings: list[str] = []
     store = FileIdempotencyStore(path, warn=warnings.append)
     run_once(store, "r-1")
-    path.write_text("}")
+    path.write_text('{"version": 1, "records": }')
     assert run_once(store, "r-1", value={"again": True}) == IdempotencyOutcome(
         {"again": True}, replayed=False)
     assert len(warnings) == 1 and "is corrupt (not valid JSON" in warnings[0]
@@ -207,7 +208,7 @@ def test_leftover_temporary_and_claim_files_are_removed_at_startup(tmp_path: Pat
     path = tmp_path / "idem.json"
     FileIdempotencyStore(path)
     (tmp_path / "idem.json.tmp-99999-deadbeef").write_text("half a write")
-    (tmp_path / "idem.json.locks").mkdir()
+    (tmp_path / "idem.json.locks").mkdir(exist_ok=True)
     (tmp_path / "idem.json.locks" / "abc.lock").write_text("")
     FileIdempotencyStore(path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["idem.json.lock", "idem.json.locks"]
@@ -357,19 +358,6 @@ def test_a_changed_encryption_header_fails_authentication(tmp_path: Path) -> Non
     assert len(warnings) == 1 and "its ciphertext fails authentication" in warnings[0]
 
 
-def test_a_plaintext_file_is_quarantined_once_encryption_is_on(tmp_path: Path) -> None:
-    path = tmp_path / "idem.json"
-    run_once(FileIdempotencyStore(path), "r-1")
-    warnings: list[str] = []
-    store = FileIdempotencyStore(path, encryption="aes-256-gcm", environ=SECRET,
-                                 warn=warnings.append)
-    assert len(warnings) == 1 and (
-        'is corrupt (not encrypted although idempotency_store.encryption is "aes-256-gcm")'
-        in warnings[0])
-    assert run_once(store, "r-1").replayed is False
-    assert b"ROW-SECRET-7731" not in path.read_bytes()
-
-
 def test_a_store_that_cannot_be_read_during_a_call_is_an_error(tmp_path: Path) -> None:
     path = tmp_path / "idem.json"
     store = FileIdempotencyStore(path)
@@ -377,7 +365,9 @@ def test_a_store_that_cannot_be_read_during_a_call_is_an_error(tmp_path: Path) -
     with pytest.raises(StoreError) as caught:
         run_once(store, "r-1")
     assert caught.value.code == "TOOL_IDEMPOTENCY_STORE_FAILED"
-    assert caught.value.message == f"Idempotency store '{path}' could not be used: Is a directory."
+    assert caught.value.message == (
+        f"Idempotency store '{path}' is a directory, not a regular file; it was left untouched. "
+        "Point idempotency_store.path at a file Luma may create.")
     path.rmdir()
     path.write_text('{"version": 3, "records": {}}')
     with pytest.raises(StoreError) as caught:

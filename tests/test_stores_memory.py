@@ -148,8 +148,11 @@ def test_a_result_that_is_not_json_is_refused_and_not_stored() -> None:
 
     error = asyncio.run(scenario())
     assert error.code == "TOOL_IDEMPOTENCY_STORE_FAILED"
-    assert error.message.startswith(
-        "The result of tool 'db_write' for idempotency key 'r-1' cannot be stored: it is not JSON")
+    assert error.retryable is False
+    assert error.message == (
+        "Tool 'db_write' ran for idempotency key 'r-1', but its result was not recorded: it is "
+        "not JSON (Object of type object is not JSON serializable). A later call with this key "
+        "will run the tool again.")
 
 
 def test_concurrent_tasks_with_one_key_run_the_handler_once() -> None:

@@ -64,6 +64,8 @@ class Runtime:
         self.ask_engine = ask_engine
         # tool name → the semaphore of its module (tool_module_policy.max_concurrency)
         self.concurrency_limits: dict[str, asyncio.Semaphore] = {}
+        # the tool whose sync handler is running on the event loop's thread right now
+        self.inline_handler: str | None = None
         self.pipeline = ToolPipeline(self)
 
     @property

@@ -10,6 +10,11 @@ the call ends at once with :class:`HandlerTimeout`, the thread is left to finish
 it returns or raises later is discarded. A handler that must stop hard watches its ``Signal``,
 which fires with reason ``"timeout"`` before the call gives up on it. Without a timeout a sync
 handler is called inline, on the event loop's thread.
+
+An ``async`` handler that runs as its own task cannot end the event loop: a ``KeyboardInterrupt``
+or ``SystemExit`` it raises is carried out of the task and raised to the caller like any other
+exception. The worker threads still running a handler are known by tool name, so that a run can
+say at exit what it did not wait for.
 """
 
 from __future__ import annotations
@@ -76,7 +81,7 @@ class HandlerInvoker:
 
     async def _async_with_timeout(self, value: Any, signal: Signal | None, needs: Any,
                                   timeout_s: float) -> Any:
-        task = asyncio.ensure_future(self.call(value, signal, needs))
+        task = _handler_task(self.call(value, signal, needs), self.name)
         try:
             done, _ = await asyncio.wait((task,), timeout=timeout_s)
         except asyncio.CancelledError:
@@ -89,7 +94,7 @@ class HandlerInvoker:
             # The handler may swallow the cancellation and go on; it is not waited for.
             task.add_done_callback(_discard)
             raise HandlerTimeout()
-        return task.result()
+        return _unwrap(task)
 
     async def _thread_with_timeout(self, value: Any, signal: Signal | None, needs: Any,
                                    timeout_s: float | None) -> Any:
@@ -99,16 +104,22 @@ class HandlerInvoker:
         call = self.call
 
         def work() -> None:
+            me = threading.get_ident()
+            with _threads_lock:
+                _running_threads[me] = self.name
             try:
                 outcome: tuple[bool, Any] = (True, context.run(call, value, signal, needs))
             except BaseException as exc:  # handed to the loop; nothing is raised in the thread
                 outcome = (False, exc)
+            finally:
+                with _threads_lock:
+                    _running_threads.pop(me, None)
             try:
                 loop.call_soon_threadsafe(_settle, landed, outcome)
             except RuntimeError:
                 pass  # the loop has closed: the late outcome is discarded
 
-        threading.Thread(target=work, name=f"luma-tool-{self.name}", daemon=True).start()
+        threading.Thread(target=work, name=HANDLER_TASK_PREFIX + self.name, daemon=True).start()
         deadline = None if timeout_s is None else loop.time() + timeout_s
         try:
             done, _ = await asyncio.wait((landed,), timeout=timeout_s)
@@ -130,14 +141,60 @@ class HandlerInvoker:
 
     async def _async_result(self, awaitable: Any, signal: Signal | None,
                             timeout_s: float | None) -> Any:
-        task = asyncio.ensure_future(awaitable)
-        done, _ = await asyncio.wait((task,), timeout=timeout_s)
+        task = _handler_task(awaitable, self.name)
+        try:
+            done, _ = await asyncio.wait((task,), timeout=timeout_s)
+        except asyncio.CancelledError:
+            _abort(signal, "cancelled")
+            task.cancel()
+            task.add_done_callback(_discard)
+            raise
         if not done:
             _abort(signal, "timeout")
             task.cancel()
             task.add_done_callback(_discard)
             raise HandlerTimeout()
+        return _unwrap(task)
+
+
+# the sync handlers running in worker threads right now: thread id -> tool name
+_running_threads: dict[int, str] = {}
+_threads_lock = threading.Lock()
+
+
+def running_handler_threads() -> list[str]:
+    """The tools whose sync handlers are still running in a worker thread (at exit: abandoned)."""
+    with _threads_lock:
+        return list(_running_threads.values())
+
+
+class HandlerRaised(Exception):
+    """Carries a ``KeyboardInterrupt`` or ``SystemExit`` raised by a handler running as its own
+    task: asyncio would let those escape the event loop and end the whole run."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(type(exc).__name__)
+        self.exc = exc
+
+
+HANDLER_TASK_PREFIX = "luma-tool-"
+
+
+def _handler_task(awaitable: Any, name: str) -> asyncio.Task[Any]:
+    async def contained() -> Any:
+        try:
+            return await awaitable
+        except (KeyboardInterrupt, SystemExit) as exc:
+            raise HandlerRaised(exc) from None
+
+    return asyncio.get_running_loop().create_task(contained(), name=HANDLER_TASK_PREFIX + name)
+
+
+def _unwrap(task: asyncio.Task[Any]) -> Any:
+    try:
         return task.result()
+    except HandlerRaised as carried:
+        raise carried.exc from None
 
 
 def _abort(signal: Signal | None, reason: str) -> None:

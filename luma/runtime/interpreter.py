@@ -7,11 +7,14 @@ direct tool call goes to the tool pipeline, an ``ask`` to the ask engine, ``prin
 from __future__ import annotations
 
 import math
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from luma.runtime.errors import LumaError
-from luma.runtime.values import compact_json, deep_equal, is_number, render, short, type_name
+from luma.runtime.values import deep_equal, is_number, json_text, render, short, type_name
 from luma.syntax import ast
 
 if TYPE_CHECKING:
@@ -45,6 +48,14 @@ class _Return(Exception):
 
 
 MAX_CALL_DEPTH = 200
+MAX_LIST_ITEMS = 1_000_000
+"""The most items a list built by the program may have (``range``, ``+``)."""
+MAX_STRING_LENGTH = 10_000_000
+"""The most characters a string built by the program may have (``+``, interpolation)."""
+# Python frames one level of Luma calls may use (the interpreter recurses over the AST): with
+# MAX_CALL_DEPTH levels this is what the recursion limit must allow during a run.
+_FRAMES_PER_CALL = 40
+_FRAME_BYTES = 1024  # a generous C-stack cost of one awaited Python frame
 
 
 class Interpreter:
@@ -62,7 +73,7 @@ class Interpreter:
         schema = self._schemas.get(id(node))
         if schema is None:
             compiler = self.runtime.schemas
-            schema = (compiler.fields_schema(node.params) if isinstance(node, ast.FnDecl)
+            schema = (compiler.standalone_fields(node.params) if isinstance(node, ast.FnDecl)
                       else compiler.standalone(node))
             self._schemas[id(node)] = schema
         return schema
@@ -71,7 +82,8 @@ class Interpreter:
     async def run_top_level(self) -> Any:
         """Run the top-level statements in order; the result is the last statement's value."""
         frame = _Frame({}, MethodCall(None, None))
-        return await self._block(self.program.statements, frame)
+        with _stack_for_calls():
+            return await self._block(self.program.statements, frame)
 
     async def call_method(self, agent_name: str, fn_name: str, args: dict[str, Any]) -> Any:
         """Call ``Agent.fn`` with named arguments (from the command line)."""
@@ -81,7 +93,8 @@ class Interpreter:
         fn = agent.fn(fn_name)
         if fn is None:
             raise LumaError("FN_NOT_FOUND", f"Agent '{agent_name}' has no method '{fn_name}'.")
-        return await self._invoke(agent, fn, args, 0)
+        with _stack_for_calls():
+            return await self._invoke(agent, fn, args, 0)
 
     def check_arguments(self, agent_name: str, fn_name: str, args: dict[str, Any]) -> None:
         """Raise the ``ARGUMENT_INVALID`` error :meth:`call_method` would raise for ``args``,
@@ -265,7 +278,10 @@ class Interpreter:
                 out.append(render(value))
             else:
                 out.append(part.text)
-        return "".join(out)
+        text = "".join(out)
+        if len(text) > MAX_STRING_LENGTH:
+            raise _too_long(len(text))
+        return text
 
     async def _binary(self, e: ast.Binary, frame: _Frame) -> Any:
         op = e.op
@@ -280,16 +296,27 @@ class Interpreter:
                 raise LumaError("TYPE_INVALID", f"'{op}' needs bools, got {type_name(right)}")
             return right
         right = await self._expr(e.right, frame)
+        try:
+            return self._operate(op, left, right)
+        except OverflowError:  # an int too large for a float (a huge literal) met a float
+            raise _overflow(left, op, right) from None
+
+    @staticmethod
+    def _operate(op: str, left: Any, right: Any) -> Any:
         if op == "==":
             return deep_equal(left, right)
         if op == "!=":
             return not deep_equal(left, right)
         if op == "+":
             if is_number(left) and is_number(right):
-                return left + right
+                return _number(left + right, left, op, right)
             if isinstance(left, str) and isinstance(right, str):
+                if len(left) + len(right) > MAX_STRING_LENGTH:
+                    raise _too_long(len(left) + len(right))
                 return left + right
             if isinstance(left, list) and isinstance(right, list):
+                if len(left) + len(right) > MAX_LIST_ITEMS:
+                    raise _too_many(len(left) + len(right), "'+'")
                 return left + right
             raise LumaError("TYPE_INVALID", f"cannot add {type_name(left)} and {type_name(right)}")
         if op in ("<", "<=", ">", ">="):
@@ -308,17 +335,22 @@ class Interpreter:
             raise LumaError("TYPE_INVALID",
                             f"'{op}' needs numbers, got {type_name(left)} and {type_name(right)}")
         if op == "-":
-            return left - right
+            return _number(left - right, left, op, right)
         if op == "*":
-            return left * right
+            return _number(left * right, left, op, right)
         if right == 0:
             raise LumaError("DIVISION_BY_ZERO", f"division by zero in '{op}'")
         if op == "/":
-            result = left / right
-            if isinstance(left, int) and isinstance(right, int) and result.is_integer():
-                return int(result)
-            return result
-        return left % right
+            if isinstance(left, int) and isinstance(right, int):
+                if left % right == 0:  # exact, and never through a float that could overflow
+                    return _number(left // right, left, op, right)
+                return _number(left / right, left, op, right)
+            try:
+                result = left / right
+            except OverflowError:
+                raise _overflow(left, op, right) from None
+            return _number(result, left, op, right)
+        return _number(left % right, left, op, right)
 
     async def _call(self, e: ast.Call, frame: _Frame) -> Any:
         callee = e.callee
@@ -347,6 +379,64 @@ class Interpreter:
 
 
 # ------------------------------------------------------------------------------------ helpers
+
+
+@contextmanager
+def _stack_for_calls() -> Iterator[None]:
+    """Let Python's stack hold MAX_CALL_DEPTH levels of Luma calls, so that CALL_DEPTH (not a
+    RecursionError) stops an unbounded recursion; within what the C stack can take. A program
+    that still runs out of stack (expressions nested extremely deeply in a deep recursion) gets
+    CALL_DEPTH too."""
+    before = sys.getrecursionlimit()
+    wanted = 1000 + MAX_CALL_DEPTH * _FRAMES_PER_CALL
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_STACK)
+        if soft != resource.RLIM_INFINITY:
+            wanted = min(wanted, soft // _FRAME_BYTES)
+    except (ImportError, OSError, ValueError):  # no resource module (Windows): the default
+        wanted = min(wanted, 3000)
+    if wanted > before:
+        sys.setrecursionlimit(wanted)
+    try:
+        yield
+    except RecursionError:
+        raise LumaError("CALL_DEPTH", "calls, expressions or values nested too deeply for "
+                        "the interpreter's stack (unbounded recursion?)") from None
+    finally:
+        if wanted > before and sys.getrecursionlimit() == wanted:
+            sys.setrecursionlimit(before)
+
+
+# The largest magnitude a Luma number may have: that of a float (an int beyond it could not be
+# mixed with a float or read by most JSON parsers). An int compares with it exactly.
+_MAX_NUMBER = sys.float_info.max
+
+
+def _number(result: Any, left: Any, op: str, right: Any) -> Any:
+    """An arithmetic result, or ARITHMETIC_OVERFLOW when it left the range of numbers."""
+    if type(result) is float:
+        if not math.isfinite(result):
+            raise _overflow(left, op, right)
+    elif not -_MAX_NUMBER <= result <= _MAX_NUMBER:
+        raise _overflow(left, op, right)
+    return result
+
+
+def _overflow(left: Any, op: str, right: Any) -> LumaError:
+    return LumaError("ARITHMETIC_OVERFLOW", f"{short(left, 40)} {op} {short(right, 40)} "
+                     "overflows: a number must stay within ±1.8e308")
+
+
+def _too_many(n: int, what: str) -> LumaError:
+    return LumaError("LIMIT", f"{what} would make a list of {n} items; a list the program "
+                     f"builds holds at most {MAX_LIST_ITEMS:,}")
+
+
+def _too_long(n: int) -> LumaError:
+    return LumaError("LIMIT", f"the string would be {n} characters long; a string the program "
+                     f"builds holds at most {MAX_STRING_LENGTH:,}")
 
 
 def _thrown(value: Any) -> LumaError:
@@ -402,7 +492,7 @@ def _int(x: Any) -> int:
         return int(x)
     if isinstance(x, str):
         try:
-            return int(x.strip())
+            n = int(x.strip())
         except ValueError:
             try:
                 f = float(x.strip())
@@ -411,6 +501,10 @@ def _int(x: Any) -> int:
             if f.is_integer():
                 return int(f)
             raise LumaError("TYPE_INVALID", f"int() cannot convert {short(x)}") from None
+        if not -_MAX_NUMBER <= n <= _MAX_NUMBER:
+            raise LumaError("ARITHMETIC_OVERFLOW", f"int() cannot convert {short(x)}: a number "
+                            "must stay within ±1.8e308")
+        return n
     raise LumaError("TYPE_INVALID", f"int() cannot convert {type_name(x)}")
 
 
@@ -436,13 +530,14 @@ def _keys(x: Any) -> list[str]:
 def _range(*args: Any) -> list[int]:
     if not all(type(a) is int for a in args):
         raise LumaError("TYPE_INVALID", "range() needs ints")
-    if len(args) == 1:
-        return list(range(args[0]))
-    return list(range(args[0], args[1]))
+    start, stop = (0, args[0]) if len(args) == 1 else (args[0], args[1])
+    if stop - start > MAX_LIST_ITEMS:
+        raise _too_many(stop - start, "range()")
+    return list(range(start, stop))
 
 
 _BUILTINS: dict[str, Any] = {
-    "len": _len, "str": _str, "int": _int, "float": _float, "json": compact_json, "keys": _keys,
+    "len": _len, "str": _str, "int": _int, "float": _float, "json": json_text, "keys": _keys,
     "range": _range, "print": print,
 }
 _ARITY = {"len": (1, 1), "str": (1, 1), "int": (1, 1), "float": (1, 1), "json": (1, 1),

@@ -38,8 +38,12 @@ def decode_utf8(data: bytes) -> str:
 
 
 def loads(text: str) -> Any:
-    """``json.loads``, except that a key repeated in one object raises
-    :class:`DuplicateKeyError` (a ``json.JSONDecodeError`` still means invalid JSON)."""
+    """Strict JSON (:func:`luma.runtime.values.parse_json`: no ``NaN``, no infinities, bounded
+    nesting), and a key repeated in one object raises :class:`DuplicateKeyError`. A
+    ``json.JSONDecodeError`` means invalid JSON; another ``ValueError`` says what JSON does not
+    allow."""
+    from luma.runtime.values import parse_json
+
     repeated: list[tuple[dict[str, Any], str]] = []
 
     def build(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -50,7 +54,7 @@ def loads(text: str) -> Any:
             obj[key] = value
         return obj
 
-    value = json.loads(text, object_pairs_hook=build)
+    value = parse_json(text, object_pairs_hook=build)
     if repeated:
         where = _object_paths(value)
         paths = [_join(where[id(obj)], key) for obj, key in repeated if id(obj) in where]

@@ -14,6 +14,7 @@ counts against the agent method call's ``tool_failure_limit`` (the circuit break
 from __future__ import annotations
 
 import asyncio
+import math
 import sys
 import traceback
 from collections.abc import Mapping
@@ -34,9 +35,10 @@ from luma.runtime.settings import (
     effective_timeout_ms,
     tool_settings,
 )
-from luma.runtime.values import canonical_json
+from luma.runtime.values import canonical_json, json_problem, plain_json, python_type_name
 from luma.schema.compile import tool_input_name
 from luma.schema.validate import SchemaValidator, Violation, validator_for
+from luma.schema.violations import join_path
 from luma.syntax import ast
 
 if TYPE_CHECKING:
@@ -180,7 +182,8 @@ class ToolPipeline:
                 tool.name, key, input_fingerprint(_numbers_by_value(value)),
                 tool.settings.idempotency_ttl_ms,
                 lambda: self._execute(plan, value, needs, stats),
-                revalidate=tool.revalidate if store.persistent else None)
+                revalidate=tool.revalidate if store.persistent else None,
+                wait_timeout_ms=plan.timeout_ms)
         except StoreError as err:
             raise LumaError(err.code, err.message, retryable=err.retryable,
                             tool=tool.name) from None
@@ -198,10 +201,20 @@ class ToolPipeline:
                 await limit.acquire()  # tool_module_policy.max_concurrency of the module
             try:
                 if plan.timeout_s is None and not invoker.is_async and not stats.threaded:
-                    raw = invoker.call(value, Signal() if invoker.wants_signal else None,
-                                       needs)
+                    runtime = self.runtime
+                    runtime.inline_handler = tool.name  # what a Ctrl-C waits for
+                    try:
+                        raw = invoker.call(value, Signal() if invoker.wants_signal else None,
+                                           needs)
+                    finally:
+                        runtime.inline_handler = None
                     if type(raw) is not dict and hasattr(raw, "__await__"):
                         raw = await raw
+                    elif (tool.key_path is not None or tool.cached) and _cancel_requested():
+                        # interrupted while the handler ran on this thread: its result is
+                        # dropped, so a cancelled call stores nothing (a call that stores
+                        # nothing meets the cancellation at its next await)
+                        raise asyncio.CancelledError()
                 else:
                     raw = await invoker.run(value, needs, plan.timeout_s,
                                             threaded=stats.threaded)
@@ -209,16 +222,27 @@ class ToolPipeline:
             except HandlerTimeout:
                 err = LumaError(TOOL_TIMEOUT, f"Tool '{tool.name}' timed out after "
                                 f"{plan.timeout_ms} ms.", retryable=True, tool=tool.name)
-            except (Exception, SystemExit) as exc:
+            except BaseException as exc:  # whatever a handler raises is its failure...
+                if isinstance(exc, asyncio.CancelledError) and _cancel_requested():
+                    raise  # ...except the cancellation of this call itself
                 err = self._handler_error(tool, exc, stats)
             finally:
                 if limit is not None:
                     limit.release()
             if not err.retryable or stats.attempts > tool.settings.retries:
                 raise err
-            delay = tool.delays[stats.attempts - 1]
+            delay = retry_delay(tool.settings, stats.attempts)
             if delay > 0:
                 await asyncio.sleep(delay)
+        # the boundary: what comes back must be JSON before anything else looks at it
+        subclasses = [False]
+        problem = json_problem(raw, subclasses)
+        if problem is not None:
+            raise LumaError(TOOL_OUTPUT_INVALID, f"[{TOOL_OUTPUT_INVALID}] "
+                            f"{join_path(tool.output_prefix, problem[0])}: {problem[1]}",
+                            tool=tool.name)
+        if subclasses[0]:
+            raw = plain_json(raw)  # an enum member, a numpy float: from here on, plain values
         # 11 output validation: a tagged union must carry its tag; soft rules warn
         result, violations = tool.output.validate_and_fill(raw, soft_rules=True)
         if violations:
@@ -237,23 +261,59 @@ class ToolPipeline:
         if isinstance(exc, LumaToolError):
             return self._typed_error(tool, exc)
         if isinstance(exc, LumaError):
+            invalid = self._error_fields_problem(tool, exc.code, exc.message, exc.details,
+                                                 exc.extra)
+            if invalid is not None:
+                return invalid
             if exc.tool is None:
                 exc.tool = tool.name
             return exc
-        stats.traceback = self._redact("".join(traceback.format_exception(exc)))
+        try:
+            stats.traceback = self._redact("".join(traceback.format_exception(exc)))
+        except Exception:  # a traceback that cannot be formatted is not worth a crash
+            stats.traceback = None
+        name = type(exc).__name__
         # secrets out before the whitespace is collapsed: one with a newline still matches
-        text = " ".join(self._redact(str(exc)).split())
+        text = " ".join(self._redact(_exception_text(exc)).split())
         if isinstance(exc, SystemExit):
-            text = f"the handler called exit({exc.code!r})"
+            text = f"the handler called exit({_safe_repr(exc.code)})"
+        elif isinstance(exc, KeyboardInterrupt):
+            text = "the handler raised KeyboardInterrupt"
         elif not text:
-            text = type(exc).__name__
-        elif isinstance(exc, LookupError):
-            text = f"{type(exc).__name__}: {text}"  # KeyError's message is just the key
+            text = name
+        elif isinstance(exc, LookupError) or not isinstance(exc, Exception):
+            text = f"{name}: {text}"  # KeyError's message is just the key
         return LumaError(TOOL_FAILED, f"Tool '{tool.name}' failed: {self._redact(text)}",
-                         retryable=False, tool=tool.name,
-                         details={"exception": type(exc).__name__})
+                         retryable=False, tool=tool.name, details={"exception": name})
+
+    def _error_fields_problem(self, tool: _ToolPlan, code: Any, message: Any, details: Any,
+                              extra: dict[str, Any]) -> LumaError | None:
+        """A typed error whose code or message is not a string, or whose fields are not JSON
+        values, is ``TOOL_ERROR_INVALID``: it would reach a ``catch``, a model and the output."""
+        where = tool.error_prefix
+        reason: str | None = None
+        if not isinstance(code, str) or not code:
+            got = "an empty string" if isinstance(code, str) else python_type_name(code)
+            reason = f"{where}.code: expected a non-empty string, got {got}"
+        elif not isinstance(message, str):
+            reason = f"{where}.message: expected string, got {python_type_name(message)}"
+        else:
+            for field, value in (("code", code), ("message", message), ("details", details),
+                                 *extra.items()):
+                problem = json_problem(value)
+                if problem is not None:
+                    reason = f"{join_path(f'{where}.{field}', problem[0])}: {problem[1]}"
+                    break
+        if reason is None:
+            return None
+        return LumaError(TOOL_ERROR_INVALID, f"[{TOOL_ERROR_INVALID}] {reason}",
+                         retryable=False, tool=tool.name)
 
     def _typed_error(self, tool: _ToolPlan, exc: LumaToolError) -> LumaError:
+        invalid = self._error_fields_problem(tool, exc.code, exc.message, exc.details,
+                                             exc.extra)
+        if invalid is not None:
+            return invalid
         fields = exc.fields()
         if tool.error is not None:
             checked, violations = tool.error.validate_and_fill(fields, soft_rules=True)
@@ -389,7 +449,7 @@ class ToolPipeline:
                                      a.name if a is not None else None)
         plan = _CallPlan(tool, refusal.message if refusal is not None else None,
                          policy.needs_approval(tool.settings, a), timeout_ms,
-                         timeout_ms / 1000 if timeout_ms is not None else None, resolver)
+                         _seconds(timeout_ms) if timeout_ms is not None else None, resolver)
         self._plans[(name, agent.name if agent is not None else None)] = plan
         return plan
 
@@ -430,7 +490,7 @@ class ToolPipeline:
             input=validator_for(schemas.standalone(tool_input_name(name))), output=output,
             error=error, needs=needs, cached=settings.cache,
             key_path=settings.idempotency_key if settings.idempotent else None,
-            delays=retry_delays(settings), revalidate=revalidate,
+            revalidate=revalidate,
             input_prefix=f"{name}.input", output_prefix=f"{name}.output",
             error_prefix=f"{name}.error", limit=runtime.concurrency_limits.get(name))
         self._tools[name] = plan
@@ -467,7 +527,6 @@ class _ToolPlan:
     needs: tuple[Need, ...]
     cached: bool
     key_path: tuple[str, ...] | None
-    delays: tuple[float, ...]
     revalidate: Any
     input_prefix: str
     output_prefix: str
@@ -505,15 +564,31 @@ class _Stats:
 # ---------------------------------------------------------------------------------- helpers
 
 
-def retry_delays(settings: ToolSettings) -> tuple[float, ...]:
-    """The wait in seconds before each retry: ``none`` 0; ``fixed`` d, d, d; ``exponential``
-    d, 2d, 4d."""
-    d = settings.retry_delay_ms / 1000
+MAX_RETRY_DELAY_S = 3600.0
+"""The longest wait before one retry: an exponential backoff stops growing here."""
+
+
+def retry_delay(settings: ToolSettings, attempt: int) -> float:
+    """The wait in seconds before retry number ``attempt`` (1 is the first retry): ``none`` 0;
+    ``fixed`` d, d, d; ``exponential`` d, 2d, 4d, ... up to :data:`MAX_RETRY_DELAY_S`. Worked out
+    when it is needed, so a huge ``retries`` costs nothing until it is used."""
+    d = _seconds(settings.retry_delay_ms)
     if settings.retry_backoff == "fixed":
-        return tuple(d for _ in range(settings.retries))
+        return min(d, MAX_RETRY_DELAY_S)
     if settings.retry_backoff == "exponential":
-        return tuple(d * 2 ** i for i in range(settings.retries))
-    return tuple(0.0 for _ in range(settings.retries))
+        if d <= 0:
+            return 0.0
+        # 2 ** (attempt - 1) overflows a float for a large attempt: compare exponents first
+        if attempt - 1 >= math.log2(MAX_RETRY_DELAY_S / d) + 1:
+            return MAX_RETRY_DELAY_S
+        return min(d * 2.0 ** (attempt - 1), MAX_RETRY_DELAY_S)
+    return 0.0
+
+
+def _seconds(ms: int | float) -> float:
+    """Milliseconds as seconds; a count too large for a float (``timeout: 1e400`` written out)
+    is a thousand years, which no run reaches."""
+    return min(ms, 3.2e13) / 1000
 
 
 def consistency_problem(tool: ast.ToolDecl, settings: ToolSettings) -> str | None:
@@ -555,6 +630,31 @@ def _numbers_by_value(value: Any) -> Any:
     if type(value) is float and value.is_integer():
         return int(value)
     return value
+
+
+def _cancel_requested() -> bool:
+    """Whether the running task has been asked to stop (Ctrl-C, or a caller cancelling it)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _exception_text(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except Exception:  # a __str__ that raises
+        return f"{type(exc).__name__} (its message could not be read)"
+    if not isinstance(text, str):  # a str subclass's __str__ may return anything
+        return type(exc).__name__
+    if not text.isascii():  # a lone surrogate would break every writer of the message
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def _safe_repr(value: Any) -> str:
+    try:
+        return repr(value)
+    except Exception:
+        return f"<{type(value).__name__}>"
 
 
 def _message(code: str, prefix: str, violations: list[Violation]) -> str:

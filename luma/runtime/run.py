@@ -7,7 +7,6 @@ any statement runs (exit 2). Then the chosen code runs; its result is printed to
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -17,11 +16,13 @@ from typing import IO, TYPE_CHECKING, Any, TextIO, cast
 
 from luma.compile import CheckedFile
 from luma.runtime.errors import LumaError
+from luma.runtime.values import json_problem
 
 if TYPE_CHECKING:
     from luma.runtime.secrets import SecretRedactor
 
 EXIT_OK, EXIT_FAILED, EXIT_START = 0, 1, 2
+RESULT_INVALID = "RESULT_INVALID"
 
 
 @dataclass(slots=True)
@@ -59,11 +60,18 @@ class ArgumentsRefused(Exception):
 
 
 def run_checked(checked: CheckedFile, options: RunOptions, *, stdout: IO[str] | None = None,
-                stderr: IO[str] | None = None) -> int:
-    """Run a program that compiled; returns the exit code. Every text the run writes, the result
-    included, passes the run's one :class:`~luma.runtime.secrets.SecretRedactor`; when the run
-    writes to the process's own streams (``stdout``/``stderr`` not given), they are wrapped for
-    its duration, so what a handler prints is scrubbed too."""
+                stderr: IO[str] | None = None, whole_process: bool = False) -> int:
+    """Run a program that compiled; returns the exit code.
+
+    Every text the run writes, the result included, passes the run's one
+    :class:`~luma.runtime.secrets.SecretRedactor`; when the run writes to the process's own
+    streams (``stdout``/``stderr`` not given), they are wrapped for its duration, so what a
+    handler prints is scrubbed too. While it runs, ``sys.stdout`` writes to stderr (a handler's
+    ``print`` cannot mix into the result). Work still running when the program ends is
+    cancelled and, if it does not stop within a second, abandoned and named on stderr; with
+    ``whole_process`` (the ``luma`` command) the process then ends at once rather than wait
+    for it at interpreter exit.
+    """
     from luma.runtime.secrets import RedactingStream, SecretRedactor
 
     secrets = SecretRedactor()
@@ -75,48 +83,93 @@ def run_checked(checked: CheckedFile, options: RunOptions, *, stdout: IO[str] | 
     if stderr is None:
         sys.stderr = cast(TextIO, err)
     try:
-        return _run_checked(checked, options, out, err, secrets)
+        return _run_checked(checked, options, out, err, secrets, whole_process)
     finally:
         sys.stdout, sys.stderr = saved
 
 
 def _run_checked(checked: CheckedFile, options: RunOptions, out: IO[str], err: IO[str],
-                 secrets: SecretRedactor) -> int:
+                 secrets: SecretRedactor, whole_process: bool) -> int:
+    from luma.runtime.loop import RunLoop, handler_stdout_to, report_abandoned
+
     assert checked.program is not None
+    with handler_stdout_to(err):
+        try:
+            runtime, target = prepare(checked, options, err, secrets)
+        except StartError as exc:
+            prefix = f"error[{exc.code}]" if exc.code else "error"
+            for line in exc.lines:
+                err.write(f"{prefix}: {line}\n")
+            return EXIT_START
+        session = RunLoop(runtime, err)
+        try:
+            code = _run_and_print(session, runtime, target, checked, out, err, secrets)
+        finally:
+            try:
+                abandoned = session.close()
+            finally:
+                runtime.telemetry.close()
+        report_abandoned(abandoned, err)
+    if abandoned and whole_process:
+        _exit_now(code, out, err)
+    return code
+
+
+def _run_and_print(session: Any, runtime: Any, target: Target, checked: CheckedFile,
+                   out: IO[str], err: IO[str], secrets: SecretRedactor) -> int:
+    from luma.runtime.loop import EXIT_INTERRUPTED, Interrupted
+
     try:
-        runtime, target = prepare(checked, options, err, secrets)
-    except StartError as exc:
-        prefix = f"error[{exc.code}]" if exc.code else "error"
-        for line in exc.lines:
-            err.write(f"{prefix}: {line}\n")
-        return EXIT_START
-    try:
-        result = asyncio.run(_execute(runtime, target))
+        result = session.run(_execute(runtime, target))
     except ArgumentsRefused as exc:
         err.write(describe_error(exc.error, checked))
         return EXIT_START
     except LumaError as exc:
         err.write(describe_error(exc, checked))
         return EXIT_FAILED
-    finally:
-        runtime.telemetry.close()
-    try:
-        text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        err.write(f"error[RESULT_INVALID]: the program's result is not a JSON value: {exc}\n")
+    except Interrupted:
+        err.write("luma: interrupted\n")
+        return EXIT_INTERRUPTED
+    problem = json_problem(result)
+    if problem is not None:
+        where = f" at {problem[0]}" if problem[0] else ""
+        err.write(f"error[{RESULT_INVALID}]: the program's result is not a JSON value{where}: "
+                  f"{problem[1]}\n")
         return EXIT_FAILED
+    text = json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    if secrets:
+        text = secrets.redact(text)  # the bytes below bypass the redacting stream
     try:
-        out.write(text + "\n")
+        buffer = getattr(out, "buffer", None)
+        if buffer is None:
+            out.write(text)
+        else:  # JSON is UTF-8 whatever the locale's encoding
+            out.flush()
+            buffer.write(text.encode("utf-8"))
         out.flush()
     except BrokenPipeError:
-        raise  # the reader went away: nothing to say (the command line handles it)
-    except OSError as exc:
+        raise  # the reader went away: the command ends quietly
+    except (OSError, ValueError) as exc:  # a full disk, or stdout closed under the run
         from luma.outputs import discard_stream
 
         discard_stream(out)
-        err.write(f"error: cannot write the result to stdout: {exc.strerror or exc}\n")
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        err.write(f"error: cannot write the result to stdout: {reason}\n")
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _exit_now(code: int, out: IO[str], err: IO[str]) -> None:
+    """End the process without waiting for abandoned threads (interpreter exit joins some)."""
+    import os
+
+    for stream in (out, err, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 @dataclass(slots=True)
@@ -308,6 +361,8 @@ def _arguments(options: RunOptions) -> dict[str, Any]:
                               f"column {exc.colno}"]) from None
         except DuplicateKeyError as exc:
             raise StartError([f"--input: duplicate key '{p}'" for p in exc.paths]) from None
+        except ValueError as exc:
+            raise StartError([f"--input is not valid JSON: {exc}"]) from None
         if not isinstance(value, dict):
             raise StartError(["--input must be a JSON object of argument names to values"])
         args.update(value)
@@ -318,6 +373,8 @@ def _arguments(options: RunOptions) -> dict[str, Any]:
             args[key] = raw
         except DuplicateKeyError as exc:
             raise StartError([f"--arg {key}: duplicate key '{p}'" for p in exc.paths]) from None
+        except ValueError as exc:
+            raise StartError([f"--arg {key}: {exc}"]) from None
     return args
 
 

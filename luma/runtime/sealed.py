@@ -20,6 +20,7 @@ T = TypeVar("T", bound=type)
 SEALED_BUILTINS: Mapping[str, Any] = {
     "super": super, "dict": dict, "list": list, "tuple": tuple, "str": str, "bool": bool,
     "int": int, "float": float, "type": type, "Exception": Exception,
+    "BaseException": BaseException,
 }
 
 

@@ -81,7 +81,7 @@ class Signal:
                 return
         callback()
 
-    def abort(self, reason: str = "cancelled") -> list[Exception]:
+    def abort(self, reason: str = "cancelled") -> list[BaseException]:
         """Fire the signal (used by the runtime). Later calls do nothing.
 
         Every listener runs, even after one fails; the exceptions the listeners raised are
@@ -93,11 +93,11 @@ class Signal:
             self._fired = True
             listeners, self._listeners = self._listeners, []
         self._bell.put(None)
-        failures: list[Exception] = []
+        failures: list[BaseException] = []
         for callback in listeners:
             try:
                 callback()
-            except Exception as exc:  # one failing listener must not keep the others from running
+            except BaseException as exc:  # a failing listener must not keep the others from running
                 failures.append(exc)
         return failures
 
@@ -107,11 +107,16 @@ class Signal:
 
 
 def fire(signal: Signal, reason: str) -> None:
-    """Abort ``signal`` for the runtime, logging any listener that raised."""
+    """Abort ``signal`` for the runtime. A listener that raised (anything, KeyboardInterrupt and
+    SystemExit too) is reported in one line: the listener is the handler's code, not Luma's."""
     failures = signal.abort(reason)
     if failures:
         import logging  # only on this rare path: logging costs start-up time on `luma check`
 
         for exc in failures:
-            logging.getLogger("luma").error("A Signal listener raised an exception.",
-                                            exc_info=exc)
+            try:
+                text = str(exc)
+            except Exception:
+                text = ""
+            logging.getLogger("luma").error("A Signal listener raised an exception: %s%s",
+                                            type(exc).__name__, f": {text}" if text else "")

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 
 IDEMPOTENCY_CONFLICT = "TOOL_IDEMPOTENCY_CONFLICT"
 IDEMPOTENCY_STORE_FAILED = "TOOL_IDEMPOTENCY_STORE_FAILED"
+IDEMPOTENCY_IN_PROGRESS = "TOOL_IDEMPOTENCY_IN_PROGRESS"
 IDEMPOTENCY_STORE_UNAVAILABLE = "IDEMPOTENCY_STORE_UNAVAILABLE"
 
 DEFAULT_FILE_PATH = ".luma-idempotency.json"
@@ -41,8 +42,10 @@ _log = logging.getLogger("luma.runtime.stores")
 class StoreError(Exception):
     """An idempotency failure as a Luma error: ``code``, ``message`` and ``retryable``.
 
-    Codes: ``TOOL_IDEMPOTENCY_CONFLICT`` (the key was used with a different input) and
-    ``TOOL_IDEMPOTENCY_STORE_FAILED`` (the store could not be read or written during a call).
+    Codes: ``TOOL_IDEMPOTENCY_CONFLICT`` (the key was used with a different input),
+    ``TOOL_IDEMPOTENCY_STORE_FAILED`` (the store could not be read or written during a call) and
+    ``TOOL_IDEMPOTENCY_IN_PROGRESS`` (another call held the key for longer than this call may
+    wait; retryable).
     """
 
     def __init__(self, code: str, message: str, *, retryable: bool = False) -> None:
@@ -105,7 +108,8 @@ class IdempotencyStore(ABC):
 
     async def run_once(self, tool: str, key: str, fingerprint: str, ttl_ms: int,
                        compute: Callable[[], Awaitable[Any]], *,
-                       revalidate: Revalidate | None = None) -> IdempotencyOutcome:
+                       revalidate: Revalidate | None = None,
+                       wait_timeout_ms: int | None = None) -> IdempotencyOutcome:
         """Return the stored result for ``(tool, key)``, or run ``compute`` and store its result.
 
         - A live record with the same ``fingerprint`` is replayed (``replayed=True``) after
@@ -118,33 +122,61 @@ class IdempotencyStore(ABC):
         - The stored result expires ``ttl_ms`` after it is written (wall-clock time). It must be
           JSON; each replay returns a fresh copy.
         - When the call returns, the record is durable for the backend (for the file store: on
-          disk, renamed into place and the directory synced).
+          disk, renamed into place and the directory synced). When the record cannot be
+          written after ``compute`` ran, the :class:`StoreError` says that the tool ran and
+          was not recorded (``retryable=False``: running it again repeats its side effect).
+        - While another call holds the key, this one waits for it — at most
+          ``wait_timeout_ms`` when given (then ``TOOL_IDEMPOTENCY_IN_PROGRESS``, retryable),
+          otherwise as long as the holder lives.
         """
         if ttl_ms <= 0:
             raise ValueError(f"ttl_ms must be greater than zero, got {ttl_ms}.")
-        async with self._claim(tool, key):
-            record = await self._get(tool, key)
-            if record is not None:
-                if record.fingerprint != fingerprint:
-                    raise StoreError(
-                        IDEMPOTENCY_CONFLICT,
-                        f"Idempotency key '{key}' of tool '{tool}' was already used with a "
-                        "different input.")
-                problem = _revalidation_problem(revalidate, record.result)
-                if problem is None:
-                    return IdempotencyOutcome(record.result, replayed=True)
-                self._warn(f"The stored result for idempotency key '{key}' of tool '{tool}' "
-                           f"is no longer valid ({problem}); the tool runs again.")
-            value = await compute()
-            result_text = _result_json(tool, key, value)
+        deadline = None if wait_timeout_ms is None \
+            else time.monotonic() + wait_timeout_ms / 1000
+        try:
+            async with self._claim(tool, key, deadline):
+                return await self._run_claimed(tool, key, fingerprint, ttl_ms, compute,
+                                               revalidate)
+        except ClaimTimeout:
+            raise StoreError(
+                IDEMPOTENCY_IN_PROGRESS,
+                f"Idempotency key '{key}' of tool '{tool}' is held by another call that did not "
+                f"finish within {wait_timeout_ms} ms; try again later.", retryable=True) from None
+
+    async def _run_claimed(self, tool: str, key: str, fingerprint: str, ttl_ms: int,
+                           compute: Callable[[], Awaitable[Any]],
+                           revalidate: Revalidate | None) -> IdempotencyOutcome:
+        record = await self._get(tool, key)
+        if record is not None:
+            if record.fingerprint != fingerprint:
+                raise StoreError(
+                    IDEMPOTENCY_CONFLICT,
+                    f"Idempotency key '{key}' of tool '{tool}' was already used with a "
+                    "different input.")
+            problem = _revalidation_problem(revalidate, record.result)
+            if problem is None:
+                return IdempotencyOutcome(record.result, replayed=True)
+            self._warn(f"The stored result for idempotency key '{key}' of tool '{tool}' "
+                       f"is no longer valid ({problem}); the tool runs again.")
+        value = await compute()
+        # From here on the tool has run: a failure must say that its side effect happened.
+        try:
+            result_text = _result_json(value)
             now_ms = int(self._clock() * 1000)
             await self._put(tool, key, fingerprint, result_text, now_ms, now_ms + ttl_ms)
-            return IdempotencyOutcome(value, replayed=False)
+        except StoreError as exc:
+            raise StoreError(
+                IDEMPOTENCY_STORE_FAILED,
+                f"Tool '{tool}' ran for idempotency key '{key}', but its result was not "
+                f"recorded: {_as_clause(exc.message)}. A later call with this key will run "
+                "the tool again.") from None
+        return IdempotencyOutcome(value, replayed=False)
 
     @contextlib.asynccontextmanager
-    async def _claim(self, tool: str, key: str) -> AsyncIterator[None]:
-        """Hold ``(tool, key)`` exclusively within this process."""
-        await self._claims.acquire((tool, key))
+    async def _claim(self, tool: str, key: str, deadline: float | None) -> AsyncIterator[None]:
+        """Hold ``(tool, key)`` exclusively within this process; :class:`ClaimTimeout` when
+        the claim is not free by ``deadline`` (``time.monotonic()``)."""
+        await self._claims.acquire((tool, key), deadline)
         try:
             yield
         finally:
@@ -170,14 +202,26 @@ def _revalidation_problem(revalidate: Revalidate | None, value: Any) -> str | No
     return None
 
 
-def _result_json(tool: str, key: str, value: Any) -> str:
+def _result_json(value: Any) -> str:
     try:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except RecursionError:
+        raise StoreError(IDEMPOTENCY_STORE_FAILED, "it is not JSON (nested too deeply)") \
+            from None
     except (TypeError, ValueError) as exc:
-        raise StoreError(
-            IDEMPOTENCY_STORE_FAILED,
-            f"The result of tool '{tool}' for idempotency key '{key}' cannot be stored: "
-            f"it is not JSON ({exc}).") from exc
+        raise StoreError(IDEMPOTENCY_STORE_FAILED, f"it is not JSON ({exc})") from None
+
+
+def _as_clause(message: str) -> str:
+    """A backend's message as a clause of a longer one: ``Idempotency store 'x' ...`` →
+    ``idempotency store 'x' ...``, without its final period."""
+    if message.startswith("Idempotency store"):
+        message = "i" + message[1:]
+    return message.removesuffix(".")
+
+
+class ClaimTimeout(Exception):
+    """A claim was not free by its deadline."""
 
 
 class _ClaimTable:
@@ -192,7 +236,8 @@ class _ClaimTable:
         self._held: dict[tuple[str, str],
                          list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
 
-    async def acquire(self, claim: tuple[str, str]) -> None:
+    async def acquire(self, claim: tuple[str, str], deadline: float | None = None) -> None:
+        """Take ``claim``; :class:`ClaimTimeout` if it is still held at ``deadline``."""
         loop = asyncio.get_running_loop()
         while True:
             with self._mutex:
@@ -202,7 +247,13 @@ class _ClaimTable:
                     return
                 woken: asyncio.Future[None] = loop.create_future()
                 waiters.append((loop, woken))
-            await woken
+            if deadline is None:
+                await woken
+                continue
+            try:
+                await asyncio.wait_for(woken, max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                raise ClaimTimeout from None
 
     def release(self, claim: tuple[str, str]) -> None:
         with self._mutex:
@@ -262,7 +313,9 @@ def open_idempotency_store(backend: str = "memory", path: str | None = None,
     """The store an ``idempotency_store`` config block describes (RUNTIME.md §2, §5).
 
     ``path`` is relative to ``base_dir`` (the program's folder) and defaults to
-    ``.luma-idempotency.json``. Raises :class:`StoreStartupError` when the store cannot be used.
+    ``.luma-idempotency.json``; a relative path may not lead out of that folder (symbolic links
+    followed), an absolute one may point anywhere. Raises :class:`StoreStartupError` when the
+    store cannot be used.
     """
     if backend == "memory":
         if path is not None or encryption is not None:
@@ -273,7 +326,15 @@ def open_idempotency_store(backend: str = "memory", path: str | None = None,
     if backend == "file":
         from luma.runtime.file_store import FileIdempotencyStore
 
-        full = Path(base_dir) / (path if path is not None else DEFAULT_FILE_PATH)
+        written = path if path is not None else DEFAULT_FILE_PATH
+        full = Path(base_dir) / written
+        if not os.path.isabs(written):
+            project = Path(base_dir).resolve()
+            resolved = full.resolve()
+            if not resolved.is_relative_to(project):
+                raise StoreStartupError(
+                    f"idempotency_store.path '{written}' resolves to {resolved}, outside the "
+                    "program's folder; give an absolute path to keep the store elsewhere.")
         return FileIdempotencyStore(full, encryption=encryption, environ=environ, warn=warn)
     raise StoreStartupError(
         f'idempotency_store.backend must be "memory" or "file", not "{backend}".')

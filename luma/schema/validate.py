@@ -55,7 +55,9 @@ _MISSING = object()
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _render_path(path: _Path) -> str:
+def render_path(path: _Path, *, elide: bool = False) -> str:
+    """A value path (a linked list of keys, innermost last) as text: ``a.b[0]["odd key"]``.
+    With ``elide``, a path more than 12 steps deep keeps its ends."""
     parts: list[str] = []
     while path is not None:
         path, key = path
@@ -65,7 +67,10 @@ def _render_path(path: _Path) -> str:
             parts.append("." + key)
         else:
             parts.append("[" + json.dumps(key, ensure_ascii=False) + "]")
-    text = "".join(reversed(parts))
+    parts.reverse()
+    if elide and len(parts) > 12:  # a path that deep is read by its ends
+        parts = [*parts[:6], f"...({len(parts) - 9} more)...", *parts[-3:]]
+    text = "".join(parts)
     return text[1:] if text.startswith(".") else text
 
 
@@ -88,7 +93,7 @@ class _Run:
         return _Run(self.fill, self.soft_rules, self.infer_tags)
 
     def add(self, path: _Path, message: str, rule: str, soft: bool = False) -> None:
-        self.out.append(Violation(_render_path(path), message, rule, soft))
+        self.out.append(Violation(render_path(path), message, rule, soft))
 
     def hard_failed(self) -> bool:
         return any(not v.soft for v in self.out)

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from luma.compile import check_file
 from luma.runtime.config import parse_config
 from luma.runtime.manifests import LoadedModules, load_program_modules
@@ -116,3 +118,23 @@ def restored_imports() -> Iterator[None]:
         for name in set(sys.modules) - modules:
             del sys.modules[name]
         sys.path[:] = path
+
+
+def strict(*allow: str, **settings: Any) -> dict[str, Any]:
+    """A ``tool_module_policy`` with sandbox 'strict', ``allow`` as its allow_builtins."""
+    return {"sandbox": "strict", "allow_builtins": list(allow), **settings}
+
+
+@pytest.fixture(autouse=True)
+def isolated_imports() -> Iterator[None]:
+    """For a test module that imports it: each test's project modules are forgotten after it."""
+    with restored_imports():
+        yield
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> Project:
+    """An empty program folder, ``app``, under the test's temporary folder."""
+    folder = tmp_path / "app"
+    folder.mkdir()
+    return Project(folder)

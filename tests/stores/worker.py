@@ -6,6 +6,9 @@
     worker.py writer PATH START                   store k-START, k-START+1, ... until killed,
                                                   printing "ack <key>" after each run_once returns
     worker.py hold PATH KEY                       claim KEY, print "computing", then sleep
+    worker.py fsize PATH RUNS_FILE LIMIT          with RLIMIT_FSIZE at LIMIT bytes, run key r-1
+                                                  whose result is larger than LIMIT; the compute
+                                                  appends "ran" to RUNS_FILE; print the error
 
 Encryption is on when LUMA_IDEMPOTENCY_KEY is set in the environment. Warnings go to stderr.
 """
@@ -84,6 +87,29 @@ async def hold(path: str, key: str) -> None:
     await store.run_once(TOOL, key, input_fingerprint({"request_id": key}), 60_000, compute)
 
 
+async def fsize(path: str, runs_file: str, limit: int) -> None:
+    import resource
+    import signal
+
+    from luma.runtime.stores import StoreError
+
+    store = open_store(path)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    async def compute() -> dict[str, Any]:
+        with open(runs_file, "a", encoding="utf-8") as runs:
+            runs.write("ran\n")
+        return {"payload": "x" * (2 * limit)}
+
+    try:
+        await store.run_once(TOOL, "r-1", input_fingerprint({"request_id": "r-1"}), 60_000,
+                             compute)
+    except StoreError as exc:
+        print(json.dumps({"code": exc.code, "message": exc.message,
+                          "retryable": exc.retryable}), flush=True)
+
+
 def main(argv: list[str]) -> None:
     mode, path, *rest = argv
     if mode == "hammer":
@@ -92,6 +118,8 @@ def main(argv: list[str]) -> None:
         asyncio.run(writer(path, int(rest[0])))
     elif mode == "hold":
         asyncio.run(hold(path, rest[0]))
+    elif mode == "fsize":
+        asyncio.run(fsize(path, rest[0], int(rest[1])))
     else:
         raise SystemExit(f"unknown mode {mode!r}")
 
