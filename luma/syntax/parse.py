@@ -296,7 +296,11 @@ def run_tables(text: str, file: str) -> ast.Program:
                 chain = unit_chains.get((below, top, kind))
                 states[-1] = _unit_chain(below, top, kind) if chain is None else chain
                 continue
-            if length:
+            if length == 1:
+                children = [values.pop()]
+                height = heights.pop()
+                states.pop()
+            elif length:
                 children = values[-length:]
                 height = max(heights[-length:])
                 del values[-length:]
@@ -486,11 +490,12 @@ class _ToAst:
         return ast.UnionMember(c[0].value, self._tok(c[0]))
 
     def field(self, c: list[Any]) -> ast.Field:
+        # NAME "?"? ":" type annotation*
         name = c[0]
-        optional = any(isinstance(x, Token) and x.type == "OPTIONAL" for x in c)
-        sig = [x for x in self._sig(c[1:]) if not (isinstance(x, Token) and x.type == "OPTIONAL")]
-        return ast.Field(name.value, optional, sig[0], tuple(sig[1:]), self._span(c),
-                         self._tok(name))
+        optional = type(c[1]) is Token and c[1].type == "OPTIONAL"
+        rest = c[3:] if optional else c[2:]
+        return ast.Field(name.value, optional, rest[0], tuple(rest[1:]),
+                         Span(self.file, name.start_pos, _end(c[-1])), self._tok(name))
 
     def annotation(self, c: list[Any]) -> ast.Annotation:
         sig = self._sig(c)
