@@ -4,7 +4,7 @@ For each N (default 1,000, 5,000, 20,000 and 80,000) the script writes one file 
 schemas and checks it with ``python -m luma check FILE`` as a whole process; for each size of
 string (default 1 and 5 MB) one file holding a single string literal of that size. Each run
 records the wall time, the CPU time (user + system of the process, from ``os.wait4``) and the
-peak resident memory (``ru_maxrss``). Medians of ``--runs`` runs are reported, with:
+peak resident memory (``ru_maxrss``, from a separate run: see ``LAUNCHER``). Medians of ``--runs`` runs are reported, with:
 
 - the CPU time per 1,000 declarations, start-up left out (the CPU of checking one schema);
 - the slope between two sizes, log(t2 / t1) / log(N2 / N1) of the CPU times less the start-up:
@@ -46,6 +46,18 @@ class Measured:
     peak_mb: float
 
 
+# Linux keeps a process's peak memory across exec, and a child started from this script
+# starts as a copy of it: its ru_maxrss would be at least this script's. The memory is measured
+# on a separate run started through this small launcher (a bare interpreter, smaller than
+# anything measured), which execs the command.
+LAUNCHER = "import os, sys; os.execv(sys.argv[1], sys.argv[1:])"
+
+
+def peak_mb(argv: list[str], env: dict[str, str] | None = None) -> float:
+    launched = [sys.executable, "-S", "-c", LAUNCHER, *argv]
+    return run_once(launched, env).peak_mb
+
+
 def run_once(argv: list[str], env: dict[str, str] | None = None) -> Measured:
     start = time.perf_counter()
     # in the temporary folder: ``python -m`` puts its working folder first on the path, and
@@ -62,10 +74,9 @@ def run_once(argv: list[str], env: dict[str, str] | None = None) -> Measured:
     return Measured(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
 
 
-def median(runs: list[Measured]) -> Measured:
+def median(runs: list[Measured], peak: float) -> Measured:
     return Measured(statistics.median(r.wall_s for r in runs),
-                    statistics.median(r.cpu_s for r in runs),
-                    statistics.median(r.peak_mb for r in runs))
+                    statistics.median(r.cpu_s for r in runs), peak)
 
 
 def luma_schemas(n: int) -> str:
@@ -108,8 +119,9 @@ def main() -> int:
         folder = Path(tmp)
         one = folder / "one.luma"
         one.write_text(luma_schemas(1), encoding="utf-8")
-        start_up = median([run_once([python, "-m", "luma", "check", str(one)])
-                           for _ in range(max(3, args.runs))])
+        command = [python, "-m", "luma", "check", str(one)]
+        start_up = median([run_once(command) for _ in range(max(3, args.runs))],
+                          peak_mb(command))
 
         luma: dict[int, Measured] = {}
         other: dict[int, Measured] = {}
@@ -119,16 +131,17 @@ def main() -> int:
             project = folder / f"baml-{n}" / "baml_src"
             project.mkdir(parents=True)
             (project / "main.baml").write_text(baml_classes(n), encoding="utf-8")
+            command = [python, "-m", "luma", "check", str(path)]
+            peer = [str(baml), "check", "--from", str(project), "--no-version-check"]
             ours: list[Measured] = []
             theirs: list[Measured] = []
             for _ in range(args.runs):  # alternating, so both see the same load
-                ours.append(run_once([python, "-m", "luma", "check", str(path)]))
+                ours.append(run_once(command))
                 if baml is not None:
-                    theirs.append(run_once([str(baml), "check", "--from", str(project),
-                                            "--no-version-check"], env=baml_env))
-            luma[n] = median(ours)
+                    theirs.append(run_once(peer, env=baml_env))
+            luma[n] = median(ours, peak_mb(command))
             if theirs:
-                other[n] = median(theirs)
+                other[n] = median(theirs, peak_mb(peer, env=baml_env))
             print(f"  {n} declarations: luma {luma[n].cpu_s:.3f} s CPU"
                   + (f", baml-cli {other[n].cpu_s:.3f} s CPU" if n in other else ""),
                   file=sys.stderr)
@@ -137,9 +150,10 @@ def main() -> int:
         for mb in strings:
             path = folder / f"string-{mb:g}mb.luma"
             path.write_text(long_string(mb), encoding="utf-8")
+            command = [python, "-m", "luma", "check", str(path)]
             texts[mb] = (path.stat().st_size,
-                         median([run_once([python, "-m", "luma", "check", str(path)])
-                                 for _ in range(args.runs)]))
+                         median([run_once(command) for _ in range(args.runs)],
+                                peak_mb(command)))
 
     print(f"python: {python}")
     print(f"cores: {os.cpu_count()}, load average before: {load[0]:.2f} {load[1]:.2f} "
@@ -148,9 +162,10 @@ def main() -> int:
           f"{start_up.cpu_s * 1000:.0f} ms CPU, {start_up.peak_mb:.0f} MB")
     print()
     print("| declarations | wall | CPU | peak memory | CPU per 1k, start-up left out | slope |"
-          + (" `baml-cli check` CPU | wall | luma / baml (CPU) |" if other else ""))
-    print("| ---: | ---: | ---: | ---: | ---: | ---: |" + (" ---: | ---: | ---: |" if other
-                                                          else ""))
+          + (" `baml-cli check` CPU | wall | peak memory | luma / baml (CPU) |" if other
+             else ""))
+    print("| ---: | ---: | ---: | ---: | ---: | ---: |" + (" ---: | ---: | ---: | ---: |"
+                                                          if other else ""))
     previous: tuple[int, float] | None = None
     for n in sizes:
         m = luma[n]
@@ -160,7 +175,8 @@ def main() -> int:
                f"{slope(previous[0], previous[1], n, work) if previous else '-'} |")
         if other:
             b = other[n]
-            row += f" {b.cpu_s:.2f} s | {b.wall_s:.2f} s | {m.cpu_s / b.cpu_s:.2f} |"
+            row += (f" {b.cpu_s:.2f} s | {b.wall_s:.2f} s | {b.peak_mb:.0f} MB |"
+                    f" {m.cpu_s / b.cpu_s:.2f} |")
         print(row)
         previous = (n, work)
     print()
