@@ -46,16 +46,26 @@ class Measured:
     peak_mb: float
 
 
-# Linux keeps a process's peak memory across exec, and a child started from this script
-# starts as a copy of it: its ru_maxrss would be at least this script's. The memory is measured
-# on a separate run started through this small launcher (a bare interpreter, smaller than
-# anything measured), which execs the command.
-LAUNCHER = "import os, sys; os.execv(sys.argv[1], sys.argv[1:])"
+# Linux keeps a process's peak memory across exec, and a child starts as a copy of the
+# process that forked it: a command started from this script would count this script's memory
+# as its own. The memory is measured on a separate run, forked from this small launcher (a bare
+# interpreter, smaller than anything measured), which writes the command's peak to a file.
+LAUNCHER = """\
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as out:
+    out.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
 
 
 def peak_mb(argv: list[str], env: dict[str, str] | None = None) -> float:
-    launched = [sys.executable, "-S", "-c", LAUNCHER, *argv]
-    return run_once(launched, env).peak_mb
+    with tempfile.NamedTemporaryFile("r", suffix=".maxrss") as out:
+        run_once([sys.executable, "-S", "-c", LAUNCHER, out.name, *argv], env)
+        return int(out.read()) / 1024
 
 
 def run_once(argv: list[str], env: dict[str, str] | None = None) -> Measured:
