@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 import tracemalloc
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -21,6 +22,9 @@ from luma.syntax.source import SourceFile, Span
 from luma.syntax.strings import StringProblem, _placeholder, parse_string
 
 MB = 1_000_000
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+import corpus  # noqa: E402  (bench/corpus.py: every kind of declaration and statement)
 
 
 def schemas(n: int) -> str:
@@ -35,6 +39,12 @@ def statements(n: int) -> str:
         lines.append(f"if x{i} > 3 {{ total = x{i} }} else {{ print(\"small {{x{i}}}\") }}")
     lines.append("print(\"{total}\")")
     return "\n".join(lines) + "\n"
+
+
+def contracts(n: int) -> str:
+    """n generated contracts in one file: schemas, a tagged union, tools, a model, an agent
+    whose methods call tools, branch, loop, catch and ask."""
+    return "".join(corpus.TEMPLATE.format(n=i) for i in range(n))
 
 
 def peak_memory(work: Callable[[], Any]) -> int:
@@ -212,6 +222,9 @@ def test_the_parser_runs_the_same_work_per_declaration_at_any_size() -> None:
     small = opcodes(lambda: run_tables(statements(100), "t.luma"), "luma.syntax")
     large = opcodes(lambda: run_tables(statements(400), "t.luma"), "luma.syntax")
     assert large <= 4.02 * small
+    small = opcodes(lambda: run_tables(contracts(3), "t.luma"), "luma.syntax")
+    large = opcodes(lambda: run_tables(contracts(12), "t.luma"), "luma.syntax")
+    assert large <= 4.02 * small
 
 
 def _checked(text: str) -> Callable[[], Any]:
@@ -226,6 +239,9 @@ def test_the_checker_runs_the_same_work_per_declaration_at_any_size() -> None:
     assert large <= 4.05 * small
     small = opcodes(_checked(statements(100)), "luma.check")
     large = opcodes(_checked(statements(400)), "luma.check")
+    assert large <= 4.05 * small
+    small = opcodes(_checked(contracts(3)), "luma.check")
+    large = opcodes(_checked(contracts(12)), "luma.check")
     assert large <= 4.05 * small
 
 
