@@ -120,3 +120,21 @@ def test_a_secret_registered_mid_conversation_reaches_no_later_request(name: str
     # the messages encoded before the secret (those of the second request) are encoded again,
     # once
     assert p._sent.made == sizes[-1] + sizes[1]
+
+
+def test_what_the_latest_requests_do_not_use_is_dropped_once_it_outgrows_them() -> None:
+    from luma.models.wire import SentMessages
+
+    sent = SentMessages()
+    redactor = SecretRedactor()
+    old = [user(f"old {i}") for i in range(1000)]
+    sent.start_request()
+    for m in old:
+        sent.get(m, redactor, lambda m: m.content)
+    new = [user(f"new {i}") for i in range(10)]
+    for _ in range(2):  # a short conversation's two requests
+        sent.start_request()
+        assert [sent.get(m, redactor, lambda m: m.content) for m in new] == \
+            [m.content for m in new]
+    assert len(sent._values) == 10  # the long conversation's 1000 are dropped, not kept
+    assert sent.made == 1010 and sent.reused == 10

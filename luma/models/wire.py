@@ -131,8 +131,9 @@ class SentMessages:
 
     A value is kept per message (by identity; the message is held while it is kept) and per
     set of secrets: a secret registered later makes the messages encoded before it be encoded
-    again. The values the latest request did not use are dropped once there are four times as
-    many as it used, so a provider that runs many conversations keeps about the latest ones."""
+    again. The values the latest request did not use are dropped once there are more than four
+    times as many as it used (plus 256), so a provider that runs many conversations keeps about
+    the latest ones."""
 
     def __init__(self) -> None:
         self._values: dict[int, tuple[Message, int, Any]] = {}
