@@ -242,6 +242,7 @@ def run_tables(text: str, file: str) -> ast.Program:
     while True:
         if pos < size:
             state = states[-1]
+            word = None  # a name's text, once sliced to look it up among the keywords
             m = master(text, pos)
             if m is None:
                 kind, end = _state_lex(state, text, pos)
@@ -254,7 +255,8 @@ def run_tables(text: str, file: str) -> ast.Program:
                 else:
                     end = m.end()
                     if kind == "NAME":
-                        keyword = keywords.get(text[pos:end])
+                        word = text[pos:end]
+                        keyword = keywords.get(word)
                         if keyword is not None and keyword in state_keywords[state]:
                             kind = keyword
             role = layout.get(kind)
@@ -273,7 +275,7 @@ def run_tables(text: str, file: str) -> ast.Program:
                 elif brackets and brackets[-1] == bracket:
                     brackets.pop()
             last = kind
-            token: Any = Token(kind, text[pos:end], pos, end)
+            token: Any = Token(kind, text[pos:end] if word is None else word, pos, end)
             pos = end
         else:
             kind = "$END"
