@@ -208,7 +208,7 @@ class LumaSide:
         os.environ[API_KEY_ENV] = API_KEY
 
     def run(self, shape: Shape) -> tuple[float, float, Any]:
-        from luma.runtime.run import RunOptions, run_checked
+        from luma.cli_run import RunOptions, run_checked
 
         out, err = io.StringIO(), io.StringIO()
         options = RunOptions(tool_modules=[str(self.module)], agent=f"Looper{shape.name}")

@@ -128,7 +128,7 @@ def _top_parser() -> _Parser:
 
 
 def _version() -> str:
-    from luma import __version__
+    from luma.version import __version__
 
     return f"luma {__version__}\n"
 
@@ -384,7 +384,7 @@ def run_command(argv: Sequence[str], prog: str = "luma", whole_process: bool = F
 
 def run_program(checked: Any, args: argparse.Namespace, whole_process: bool = False) -> int:
     """Run a compiled program with the parsed options, or generate its tool types."""
-    from luma.runtime.run import RunOptions, run_checked
+    from luma.cli_run import RunOptions, run_checked
 
     options = RunOptions(
         tool_modules=list(args.tool_module), config_path=args.config, agent=args.agent,
@@ -398,7 +398,7 @@ def run_program(checked: Any, args: argparse.Namespace, whole_process: bool = Fa
 def _generate_tool_types(checked: Any, out: str, options: Any) -> int:
     from luma.codegen import is_generated_types, write_tool_types
     from luma.outputs import OutputRefused, guard_output
-    from luma.runtime.run import codegen_inputs
+    from luma.cli_run import codegen_inputs
 
     try:
         guard_output(out, is_generated_types, protected=codegen_inputs(checked, options),

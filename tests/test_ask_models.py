@@ -9,7 +9,7 @@ import pytest
 
 from ask.harness import setup
 from luma.models.resolve import ModelResolver
-from luma.runtime.run import StartError
+from luma.runtime.errors import StartError
 from luma.syntax.parse import parse_text
 from providers import openai_fake
 from providers.openai_fake import KEY, completion

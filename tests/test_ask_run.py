@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from luma.compile import check_file
-from luma.runtime.run import RunOptions, run_checked
+from luma.cli_run import RunOptions, run_checked
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -102,7 +102,7 @@ def test_the_offline_path_never_imports_httpx():
     script = (
         "import sys, io\n"
         "from luma.compile import check_file\n"
-        "from luma.runtime.run import RunOptions, run_checked\n"
+        "from luma.cli_run import RunOptions, run_checked\n"
         f"code = run_checked(check_file({str(EXAMPLES / 'quickstart.luma')!r}), "
         f"RunOptions(tool_modules=[{str(EXAMPLES / 'quickstart_tools.py')!r}]), "
         "stdout=io.StringIO(), stderr=io.StringIO())\n"

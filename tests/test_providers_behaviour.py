@@ -17,7 +17,7 @@ from luma.models.base import ChatRequest, ResponseFormat
 from luma.models.http import ModelHttp
 from luma.models.openai import OpenAIProvider
 from luma.runtime.errors import LumaError
-from luma.runtime.run import StartError
+from luma.runtime.errors import StartError
 from providers import anthropic_fake, gemini_fake, openai_fake
 from providers.anthropic_fake import message, text, tool_use
 from providers.harness import answer_format, run, settings, tools, user

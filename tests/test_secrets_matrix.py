@@ -23,7 +23,7 @@ from urllib.parse import quote, quote_plus
 import pytest
 
 from luma.compile import check_file
-from luma.runtime.run import RunOptions, run_checked
+from luma.cli_run import RunOptions, run_checked
 from providers import openai_fake
 from providers.server import Captured, FakeServer, Reply
 

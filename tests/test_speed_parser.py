@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from luma.syntax import ast, tables, tablegen
-from luma.syntax.parse import NoParse, Token, _Refused, _StringError, _ToAst, grammar_text
+from luma.syntax.grammar import grammar_text
+from luma.syntax.parse import NoParse, Token, _Refused, _StringError, _ToAst
 from luma.syntax.parse import lark_parser
 from luma.syntax.parse import parse_text, run_tables
 
@@ -111,7 +112,7 @@ def test_regenerating_the_tables_gives_the_committed_file() -> None:
 
 
 def test_generation_does_not_depend_on_hash_order() -> None:
-    program = ("import sys; from luma.syntax import tablegen; from luma.syntax.parse import "
+    program = ("import sys; from luma.syntax import tablegen; from luma.syntax.grammar import "
                "grammar_text; sys.stdout.write(tablegen.generate(grammar_text()))")
     outputs = {subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                               env={**os.environ, "PYTHONHASHSEED": seed}, check=True).stdout

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from luma.runtime.file_store import FileIdempotencyStore
+from luma.runtime.store_config import open_idempotency_store
 from luma.runtime.stores import (
     IdempotencyOutcome,
     MemoryIdempotencyStore,
     StoreError,
     StoreStartupError,
     input_fingerprint,
-    open_idempotency_store,
 )
 
 TTL = 300_000

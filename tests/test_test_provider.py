@@ -13,7 +13,7 @@ from luma.models.base import (ChatRequest, Message, ModelSettings, ResponseForma
                               ToolSpec, Usage)
 from luma.models.test import ScriptedTurns, TestProvider
 from luma.runtime.errors import LumaError
-from luma.runtime.run import StartError
+from luma.runtime.errors import StartError
 from luma.schema.formats import is_uuid
 
 PROGRAM = """

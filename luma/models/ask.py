@@ -24,6 +24,7 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from luma.models.answer import AnswerProblem, AnswerShape, answer_shape, read_answer
+from luma.models.ask_setup import AskSetup, register_api_keys
 from luma.models.base import (
     ChatRequest,
     ChatResponse,
@@ -34,7 +35,7 @@ from luma.models.base import (
     ToolCall,
     ToolSpec,
 )
-from luma.models.resolve import ModelConfigError, ModelResolver, api_key_env, require_api_key
+from luma.models.resolve import api_key_env, require_api_key
 from luma.runtime.errors import LumaError
 from luma.runtime.values import compact_json, type_name
 from luma.schema.values import constant_value
@@ -42,10 +43,9 @@ from luma.syntax import ast
 
 if TYPE_CHECKING:
     from luma.models.http import ModelHttp
-    from luma.models.recording import Recording
     from luma.models.test import ScriptedTurns
     from luma.runtime.engine import Runtime
-    from luma.runtime.interpreter import MethodCall
+    from luma.runtime.calls import MethodCall
 
 TOOL_LIMIT_TEXT = "Tool call limit reached; answer with what you have."
 NOT_PERMITTED_TEXT = ("You are not permitted to use that tool in this context. Continue with the "
@@ -114,65 +114,38 @@ class VisibleTools:
 
 
 class AskEngine:
-    """Runs every ``ask`` of one run. Owns the model providers and the run's one HTTP client
-    (created only when an HTTP provider is first used); :meth:`aclose` releases them."""
+    """Runs every ``ask`` of one run. Owns the run's model providers; the HTTP client is the
+    run's own (created only when an HTTP provider is first used), or the program's shared one
+    when the runtime has a shared client. :meth:`aclose` releases what the run owns."""
 
     def __init__(self, runtime: Runtime, *, default_model: str | None = None,
                  record: str | None = None, replay: str | None = None,
-                 wrap_provider: ProviderWrapper | None = None) -> None:
-        from luma.runtime.run import StartError
-
+                 wrap_provider: ProviderWrapper | None = None,
+                 setup: AskSetup | None = None, shared_http: bool = False) -> None:
         self.runtime = runtime
-        config = runtime.config
-        try:
-            self.models = ModelResolver(
-                runtime.program, overrides=getattr(config, "models", None),
-                default_model=default_model,
-                config_default=getattr(config, "default_model", None),
-                base_dir=runtime.base_dir,
-                config_name=getattr(config, "source", "luma.config.json"))
-        except ModelConfigError as exc:
-            raise StartError(exc.messages) from None
-        secrets = runtime.secrets
-        for model in self.models.models.values():  # every key the run may use, from the start
-            key_env = api_key_env(model)
-            if key_env is not None:
-                secrets.add(runtime.env.get(key_env, "").strip())
+        if setup is None:
+            setup = AskSetup.build(runtime.program, runtime.config, base_dir=runtime.base_dir,
+                                   secrets=runtime.secrets, env=runtime.env,
+                                   default_model=default_model, record=record, replay=replay)
+        else:  # a run with its own environment has its own keys
+            register_api_keys(setup.models, runtime.secrets, runtime.env)
+        self.models = setup.models
         self.wrap_provider = wrap_provider
-        self._recording: Recording | None = None
-        try:
-            self._scripts = self._load_scripts()
-            if record is not None and replay is not None:
-                raise StartError(["--record and --replay cannot be used together"])
-            if record is not None or replay is not None:
-                from luma.models.recording import Recording
-
-                self._recording = (Recording.record_to(record, secrets=secrets)
-                                   if record is not None
-                                   else Recording.replay_from(replay or "", secrets=secrets))
-        except LumaError as exc:
-            raise StartError([exc.message]) from None
-        except OSError as exc:
-            raise StartError([f"cannot write the recording {record}: "
-                              f"{exc.strerror or exc}"]) from None
+        self._recording = setup.recording.for_run() if setup.recording is not None else None
+        # the scripted turns are served in order within each run
+        fresh: dict[int, ScriptedTurns] = {}  # models that share a script share its cursor
+        self._scripts = {name: fresh.setdefault(id(turns), turns.fresh())
+                         for name, turns in setup.scripts.items()}
+        self._shared_http = shared_http
         self._http: ModelHttp | None = None
         self._providers: dict[str, Provider] = {}
         self._visible: dict[str | None, VisibleTools] = {}
-        self._shapes: dict[ast.TypeExpr, AnswerShape] = {}
+        self._shapes: dict[ast.TypeExpr, AnswerShape] = runtime.shared.answer_shapes
         self._offline_warned = False
 
     @property
     def _replaying(self) -> bool:
         return self._recording is not None and self._recording.replaying
-
-    def _load_scripts(self) -> dict[str, ScriptedTurns]:
-        scripts: dict[str, ScriptedTurns] = {}
-        for settings in self.models.models.values():
-            if settings.provider == "test" and settings.responses is not None:
-                from luma.models.test import ScriptedTurns
-
-                scripts[settings.name] = ScriptedTurns.load(settings.name, settings.responses)
-        return scripts
 
     # ------------------------------------------------------------------------------ public
     async def ask(self, agent: ast.AgentDecl | None, method: MethodCall | None, prompt: str,
@@ -212,7 +185,7 @@ class AskEngine:
         else:
             from luma.models.export import tool_specs
             from luma.runtime import policy
-            from luma.runtime.engine import agent_tools
+            from luma.runtime.calls import agent_tools
             from luma.runtime.settings import tool_settings
 
             runtime = self.runtime
@@ -240,7 +213,7 @@ class AskEngine:
     def _cannot_force(self, agent: ast.AgentDecl | None, tool: str) -> LumaError:
         """``using tool X`` where X cannot be offered: the refusal, in the user's words."""
         from luma.runtime import policy
-        from luma.runtime.engine import agent_tools
+        from luma.runtime.calls import agent_tools
 
         if agent is None:
             return LumaError("TOOL_PERMISSION_DENIED", f"A top-level ask has no tools, so it "
@@ -275,7 +248,8 @@ class AskEngine:
                 from luma.models.providers import make_provider
 
                 if self._http is None:
-                    self._http = ModelHttp(None, self._recording, secrets=self.runtime.secrets)
+                    client = self.runtime.shared.http_client() if self._shared_http else None
+                    self._http = ModelHttp(client, self._recording, secrets=self.runtime.secrets)
                 env: Mapping[str, str] = self.runtime.env
                 key_env = api_key_env(settings)
                 if self._replaying and key_env is not None and not env.get(key_env):
@@ -469,7 +443,7 @@ class _Flow:
         return done
 
     async def _call(self, call: ToolCall, arguments: dict[str, Any]) -> _Result:
-        from luma.runtime.engine import CallContext
+        from luma.runtime.calls import CallContext
 
         ctx = CallContext(self.agent, self.method, "native", call.id)
         try:

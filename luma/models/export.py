@@ -75,7 +75,7 @@ def visible_tools(program: ast.Program, agent: ast.AgentDecl,
     ``credential`` that is not set, a ``scope`` not in ``tool_scopes``, a write tool under
     ``deny_write``, or under ``approval`` without being named in ``LUMA_APPROVED_TOOLS``),
     sorted by name. A model never learns that a tool it may not use exists."""
-    from luma.runtime.engine import agent_tools
+    from luma.runtime.calls import agent_tools
     from luma.runtime.policy import offer_refusal
 
     declared = {t.name: t for t in reversed(program.tools)}   # the first declaration wins

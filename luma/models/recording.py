@@ -134,6 +134,14 @@ class Recording:
                             "(it needs a list of exchanges, each with a request and a response).")
         return cls(path, replaying=True, exchanges=exchanges, secrets=secrets)
 
+    def for_run(self) -> Recording:
+        """The recording as one run uses it: a replay serves each run from the first
+        exchange; a recording being written is shared (every run's exchanges are added)."""
+        if not self.replaying:
+            return self
+        return Recording(self.path, replaying=True, exchanges=self.exchanges,
+                         secrets=self.secrets)
+
     # ---------------------------------------------------------------------------- secrets
     def add_secret(self, value: str | None) -> None:
         """A value (an API key) that must never appear in the file, raw or escaped."""

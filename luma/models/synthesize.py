@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from luma.limits import MAX_SYNTHESIZED_ITEMS
 from luma.schema.compile import PATTERN_KEY
-from luma.schema.validate import SchemaError, SchemaValidator
+from luma.schema.validate import SchemaError, SchemaValidator, validator_for
 
 if TYPE_CHECKING:
     from luma.models.seen import Seen
@@ -71,8 +71,8 @@ class _Synthesizer:
             schema = node
             if isinstance(node, Mapping) and node is not self.root and self.defs:
                 schema = {**node, "$defs": self.defs}
-            try:
-                validator: SchemaValidator | None = SchemaValidator(schema)
+            try:  # the process-wide cache: each request's synthesizer would build it again
+                validator: SchemaValidator | None = validator_for(schema)
             except SchemaError:
                 validator = None
             found = (node, validator)

@@ -67,6 +67,16 @@ class ScriptedTurns:
             raise _bad_script(model, shown, "the file must hold a list of turns")
         return cls(model, path, [_turn(model, shown, i, raw) for i, raw in enumerate(document)])
 
+    @classmethod
+    def of(cls, model: str, turns: list[Any]) -> ScriptedTurns:
+        """Turns given as values (``luma.testing``), checked as a file's are."""
+        return cls(model, "the script", [_turn(model, "given to luma.testing", i, raw)
+                                         for i, raw in enumerate(turns)])
+
+    def fresh(self) -> ScriptedTurns:
+        """The same turns from the first one: each run plays the script from its start."""
+        return ScriptedTurns(self.model, self.path, self.turns)
+
     def next(self) -> ScriptedTurn:
         if self.next_index >= len(self.turns):
             count = len(self.turns)

@@ -1,37 +1,31 @@
 """The runtime of one program run: it wires the interpreter, the tool pipeline, the ask engine,
-validation, warnings and telemetry together. One ``Runtime`` per run."""
+validation, warnings and telemetry together. One ``Runtime`` per run; the runs of one loaded
+program share one :class:`~luma.runtime.shared.SharedState` (schemas, tool plans, the result
+cache, the idempotency store, the HTTP clients).
+
+The interpreter and the pipeline see the runtime only through the interfaces of
+:mod:`luma.runtime.calls`, which this module implements: the package reads top-down."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import IO, TYPE_CHECKING, Any
 
+from luma.runtime.call_limit import ConcurrencyLimit
+from luma.runtime.calls import Approve, CallContext, MethodCall, agent_tools
 from luma.runtime.errors import LumaError
 from luma.runtime.secrets import RedactingStream, SecretRedactor, register_startup_secrets
+from luma.runtime.shared import SharedState
 from luma.runtime.telemetry import HISTORY, Telemetry
-from luma.schema.compile import SchemaCompiler
 from luma.syntax import ast
 
 if TYPE_CHECKING:
-    from luma.runtime.interpreter import MethodCall
     from luma.schema.validate import Violation
 
-
-@dataclass(slots=True)
-class CallContext:
-    """Who is calling a tool: the agent (None at top level), the agent method call whose circuit
-    breaker counts failures, and whether the call is direct or native (with the model's call id)."""
-
-    agent: ast.AgentDecl | None
-    method: MethodCall | None
-    mode: Literal["direct", "native"] = "direct"
-    call_id: str | None = None
-
+__all__ = ["Approve", "CallContext", "MethodCall", "Runtime", "SharedState", "agent_tools"]
 
 class Runtime:
     """Everything a run needs, built once: schemas, validators, the tool pipeline, telemetry."""
@@ -40,11 +34,13 @@ class Runtime:
                  config: Any = None, env: Mapping[str, str] | None = None,
                  telemetry: Telemetry | None = None, stderr: IO[str] | None = None,
                  interactive: bool | None = None, ask_engine: Any = None,
-                 base_dir: str | None = None) -> None:
+                 base_dir: str | None = None, shared: SharedState | None = None,
+                 approve: Approve | None = None) -> None:
         from luma.runtime.pipeline import ToolPipeline
 
         self.program = program
-        self.schemas = SchemaCompiler(program)
+        self.shared = shared if shared is not None else SharedState(program)
+        self.schemas = self.shared.schemas
         self.tools = {t.name: t for t in program.tools}
         self.handlers: dict[str, Any] = dict(handlers or {})
         self.config = config
@@ -54,16 +50,23 @@ class Runtime:
         self.telemetry = telemetry
         # one redactor for the run, knowing every secret the program can use from the start
         self.secrets: SecretRedactor = telemetry.redactor
-        register_startup_secrets(self.secrets, program, config, self.env)
+        shared = self.shared
+        # once per environment and redactor: the runs of a program share both
+        if shared.secrets_registered_from is not self.env or shared.secrets_redactor is not \
+                self.secrets:
+            register_startup_secrets(self.secrets, program, config, self.env)
+            shared.secrets_registered_from, shared.secrets_redactor = self.env, self.secrets
         self.stderr = RedactingStream.wrap(stderr if stderr is not None else sys.stderr,
                                            self.secrets)
-        self.interactive = (sys.stdin.isatty() and self.stderr.isatty()) if interactive is None \
-            else interactive
+        # an approval callback can approve a call, as a person at the terminal can
+        self.approve = approve
+        self.interactive = True if approve is not None else (
+            (sys.stdin.isatty() and self.stderr.isatty()) if interactive is None else interactive)
         self.base_dir = base_dir or os.getcwd()
         self._warnings: deque[dict[str, Any]] = deque(maxlen=HISTORY)
         self.ask_engine = ask_engine
         # tool name → the semaphore of its module (tool_module_policy.max_concurrency)
-        self.concurrency_limits: dict[str, asyncio.Semaphore] = {}
+        self.concurrency_limits: dict[str, ConcurrencyLimit] = {}
         # the tool whose sync handler is running on the event loop's thread right now
         self.inline_handler: str | None = None
         self.pipeline = ToolPipeline(self)
@@ -122,11 +125,3 @@ class Runtime:
         close = getattr(self.ask_engine, "aclose", None)
         if close is not None:
             await close()
-
-
-def agent_tools(agent: ast.AgentDecl) -> list[str]:
-    """The names in an agent's ``tools:`` list."""
-    entry = agent.entry("tools")
-    if entry is None or not isinstance(entry.value, ast.ListLit):
-        return []
-    return [i.id for i in entry.value.items if isinstance(i, ast.Name)]

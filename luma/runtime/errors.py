@@ -42,6 +42,16 @@ class LumaError(Exception):
         return f"LumaError({self.code!r}, {self.message!r})"
 
 
+class StartError(Exception):
+    """The program cannot start; ``lines`` are shown on stderr, one per problem, as
+    ``error: line`` (``error[CODE]: line`` when the problem has a Luma error code)."""
+
+    def __init__(self, lines: list[str], code: str | None = None) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+        self.code = code
+
+
 @sealed()
 class LumaToolError(Exception):
     """Raised by a tool handler to report a typed error.

@@ -13,22 +13,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from luma.runtime.calls import MethodCall
 from luma.runtime.errors import LumaError
 from luma.runtime.values import deep_equal, is_number, json_text, render, short, type_name
 from luma.syntax import ast
 
 if TYPE_CHECKING:
-    from luma.runtime.engine import Runtime
-
-
-@dataclass(slots=True)
-class MethodCall:
-    """One agent method call (or the top-level program): the scope of the circuit breaker."""
-
-    agent: ast.AgentDecl | None
-    fn: str | None
-    failures: int = 0
-    open_error: LumaError | None = None
+    from luma.runtime.calls import InterpreterHost
 
 
 @dataclass(slots=True)
@@ -61,13 +52,13 @@ _FRAME_BYTES = 1024  # a generous C-stack cost of one awaited Python frame
 class Interpreter:
     """Runs a checked program. One instance per run."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: InterpreterHost) -> None:
         self.runtime = runtime
         self.program = runtime.program
         self.agents = {a.name: a for a in self.program.agents}
         # Schemas of fn parameters, fn returns and typed assignments, compiled once per AST node
         # (the validator caches by schema identity, so the same dict must come back each time).
-        self._schemas: dict[int, dict[str, Any]] = {}
+        self._schemas: dict[int, dict[str, Any]] = runtime.shared.node_schemas
 
     def _schema_of(self, node: ast.FnDecl | ast.TypeExpr) -> dict[str, Any]:
         schema = self._schemas.get(id(node))

@@ -12,7 +12,6 @@ the same metadata. ``tool_module_policy`` then decides how the module runs
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import hashlib
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from luma.runtime.call_limit import CallLimit
 from luma.runtime.modules import (ToolModule, ToolModuleError, ToolRegistry, load_tool_module,
                                   not_a_module_file)
 from luma.runtime.sandbox import GuardedExecutor, ImportRules
@@ -60,11 +60,12 @@ class ModuleRequest:
 @dataclass(slots=True)
 class LoadedModules:
     """The outcome of loading a program's tool modules: the registry, each tool's concurrency
-    limit (the semaphore of the module it comes from; none without a policy), the requests
-    that loaded and the problems, one per module that did not."""
+    limit (the :class:`~luma.runtime.call_limit.CallLimit` of the module it comes from; none
+    without a policy), the requests that loaded and the problems, one per module that did
+    not."""
 
     registry: ToolRegistry = field(default_factory=ToolRegistry)
-    limits: dict[str, asyncio.Semaphore] = field(default_factory=dict)
+    limits: dict[str, CallLimit] = field(default_factory=dict)
     loaded: list[tuple[ModuleRequest, ToolModule]] = field(default_factory=list)
     errors: list[ToolModuleError] = field(default_factory=list)
     max_memory_mb: int | None = None  # recorded from the policy; not enforced in-process
@@ -107,7 +108,7 @@ def load_program_modules(program_dir: Path, config: Any,
             continue
         out.loaded.append((request, module))
         if policy is not None:
-            limit = asyncio.Semaphore(policy.max_concurrency)
+            limit = CallLimit(policy.max_concurrency)
             for name in module.handlers:
                 out.limits[name] = limit
     return out

@@ -42,7 +42,7 @@ from luma.schema.violations import join_path
 from luma.syntax import ast
 
 if TYPE_CHECKING:
-    from luma.runtime.engine import CallContext, Runtime
+    from luma.runtime.calls import CallContext, ToolHost
     from luma.runtime.stores import IdempotencyStore
 
 TOOL_NOT_FOUND = "TOOL_NOT_FOUND"
@@ -58,33 +58,38 @@ TOOL_CONFIG_INVALID = "TOOL_CONFIG_INVALID"
 class ToolPipeline:
     """Runs tool calls for one :class:`~luma.runtime.engine.Runtime`."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: ToolHost) -> None:
         self.runtime = runtime
-        self.cache = ResultCache()
+        shared = runtime.shared  # what every run of the program shares
+        self._shared = shared
+        self.cache: ResultCache = shared.cache
         self.stdin = sys.stdin  # where the approval prompt reads its answer
-        self._tools: dict[str, _ToolPlan] = {}
+        self._tools: dict[str, _ToolPlan] = shared.tool_plans
         self._plans: dict[tuple[str, str | None], _CallPlan] = {}
-        self._agents: dict[str, AgentSettings] = {}
+        self._agents: dict[str, AgentSettings] = shared.agent_settings
         self._secrets = runtime.secrets
         self._approval_lock: asyncio.Lock | None = None
         config = runtime.config
         self._contexts: Mapping[str, Any] = getattr(config, "tool_contexts", None) or {}
-        self._store: IdempotencyStore | None = None
-        if any(tool_settings(t).idempotent for t in runtime.program.tools):
-            self._store = self._open_store()  # a store that cannot open stops the program
+        if shared.has_idempotent_tools is None:
+            shared.has_idempotent_tools = any(tool_settings(t).idempotent
+                                              for t in runtime.program.tools)
+        if shared.store is None and shared.has_idempotent_tools:
+            shared.store = self._open_store()  # a store that cannot open stops the program
 
     # ------------------------------------------------------------------------------- public
     @property
     def idempotency_store(self) -> IdempotencyStore:
         """The store of idempotent calls (``idempotency_store`` in the config; memory by
         default). It may be replaced before the first call."""
-        if self._store is None:
-            self._store = self._open_store()
-        return self._store
+        shared = self._shared
+        if shared.store is None:
+            shared.store = self._open_store()
+        return shared.store
 
     @idempotency_store.setter
     def idempotency_store(self, store: IdempotencyStore) -> None:
-        self._store = store
+        self._shared.store = store
 
     async def call(self, name: str, raw_input: Any, ctx: CallContext) -> Any:
         """Run one tool call through steps 1–12; return the validated result or raise
@@ -194,7 +199,7 @@ class ToolPipeline:
         # 10 the handler, with its timeout and retries
         tool = plan.tool
         invoker = tool.invoker
-        limit = tool.limit
+        limit = self.runtime.concurrency_limits.get(tool.name)  # the run's own
         while True:
             stats.attempts += 1
             if limit is not None:
@@ -334,6 +339,12 @@ class ToolPipeline:
                          details=fields.get("details"), extra=extra)
 
     async def _approve(self, tool: ToolSettings, raw_input: Any) -> None:
+        approve = self.runtime.approve
+        if approve is not None:  # the caller's callback alone decides
+            if not await policy.ask_callback(approve, tool.name,
+                                             self._secrets.redact_value(raw_input)):
+                raise policy.declined(tool.name)
+            return
         if tool.name in policy.approved_tools(self.runtime.env):
             return
         if not self.runtime.interactive:
@@ -492,12 +503,13 @@ class ToolPipeline:
             key_path=settings.idempotency_key if settings.idempotent else None,
             revalidate=revalidate,
             input_prefix=f"{name}.input", output_prefix=f"{name}.output",
-            error_prefix=f"{name}.error", limit=runtime.concurrency_limits.get(name))
+            error_prefix=f"{name}.error")
         self._tools[name] = plan
         return plan
 
     def _open_store(self) -> IdempotencyStore:
-        from luma.runtime.stores import StoreError, open_idempotency_store
+        from luma.runtime.store_config import open_idempotency_store
+        from luma.runtime.stores import StoreError
 
         runtime = self.runtime
         config = getattr(runtime.config, "idempotency_store", None)
@@ -531,7 +543,6 @@ class _ToolPlan:
     input_prefix: str
     output_prefix: str
     error_prefix: str
-    limit: asyncio.Semaphore | None  # shared by the tools of one module
 
 
 @dataclass(slots=True)

@@ -67,6 +67,21 @@ def declined(tool_name: str) -> LumaError:
     return LumaError(PERMISSION_DENIED, f"Tool '{tool_name}' was not approved.", tool=tool_name)
 
 
+async def ask_callback(approve: Callable[[str, Any], Any], tool_name: str, shown_input: Any) -> bool:
+    """Ask the caller's approval callback (sync or async) about one call. It fails closed: a
+    callback that raises, or answers anything but ``True``, does not approve."""
+    import inspect
+
+    try:
+        answer = approve(tool_name, shown_input)
+        if inspect.isawaitable(answer):
+            answer = await answer
+    except Exception as exc:  # the caller's bug: the call does not run, and the error says why
+        raise LumaError(PERMISSION_DENIED, f"Tool '{tool_name}' was not approved: the approval "
+                        f"callback raised {type(exc).__name__}: {exc}", tool=tool_name) from None
+    return answer is True
+
+
 # ------------------------------------------------------------------------- on declarations
 
 

@@ -36,8 +36,7 @@ from types import ModuleType
 from typing import Any, NamedTuple
 
 from luma.runtime.modules import ToolModuleError
-
-STRICT = "sandbox 'strict'"
+from luma.runtime.sandbox_errors import STRICT, SandboxViolation
 
 #: The builtins a strict module gets: data, iteration, classes and exceptions. Not there:
 #: ``eval``/``exec``/``compile`` (always forbidden), ``open``/``input``/``breakpoint`` (I/O and
@@ -80,12 +79,6 @@ _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 
 #: What ``import luma`` gives a strict module.
 LUMA_EXPORTS = ("LumaToolError", "Signal")
-
-
-class SandboxViolation(Exception):
-    """Something a module's rules refuse while its code runs (an import, a builtin, a hidden
-    ``os`` name). Raised as the ordinary error of that situation, so the module can catch it as
-    it would catch ``ImportError``, ``NameError`` or ``AttributeError``."""
 
 
 class SandboxRefusal(ImportError, SandboxViolation):
@@ -400,11 +393,15 @@ class ImportGuard(NamedTuple):
         return proxy
 
     def _luma_proxy(self) -> ModuleType:
-        import luma
+        # what a module may import from luma, taken from where it lives (the package itself
+        # also exposes the API, which a tool module has no use for)
+        from luma.runtime.errors import LumaToolError
+        from luma.runtime.signal import Signal
 
-        proxy = ModuleType("luma", luma.__doc__)
+        proxy = ModuleType("luma", "Luma, as a tool module sees it.")
+        exports: dict[str, Any] = {"LumaToolError": LumaToolError, "Signal": Signal}
         for attr in LUMA_EXPORTS:
-            setattr(proxy, attr, getattr(luma, attr))
+            setattr(proxy, attr, exports[attr])
         return proxy
 
     def _helper(self, spec: Any) -> ModuleType:

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from luma.runtime.sandbox import STRICT, SandboxViolation
+from luma.runtime.sandbox_errors import STRICT, SandboxViolation
 
 REGISTER = "luma.sandbox.strict"
 
@@ -100,10 +100,9 @@ def install() -> None:
 def _read_roots() -> tuple[str, ...]:
     """Where a strict module's code may read files besides its project: the Python installation
     (the standard library, the environment's packages) and Luma itself."""
-    import luma
-
+    luma_folder = Path(__file__).parent.parent  # luma/runtime/ is in the package's folder
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-             str(Path(luma.__file__).parent)}
+             str(luma_folder)}
     return tuple(sorted({os.path.realpath(r) for r in roots if r}))
 
 

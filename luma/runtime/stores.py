@@ -7,7 +7,8 @@ key while the record lives, and stores what it returned.
 
 Two backends: :class:`MemoryIdempotencyStore` here (process-local, the default) and
 ``luma.runtime.file_store.FileIdempotencyStore`` (one JSON file shared by the processes of one
-machine; not a transactional backend for workers on several machines).
+machine; not a transactional backend for workers on several machines). Which one a program
+uses is ``luma.runtime.store_config.open_idempotency_store``.
 """
 
 from __future__ import annotations
@@ -17,13 +18,11 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 IDEMPOTENCY_CONFLICT = "TOOL_IDEMPOTENCY_CONFLICT"
@@ -304,37 +303,3 @@ class MemoryIdempotencyStore(IdempotencyStore):
                 self._writes_since_prune = 0
                 for claim in [c for c, r in self._records.items() if r[3] <= stored_at_ms]:
                     del self._records[claim]
-
-
-def open_idempotency_store(backend: str = "memory", path: str | None = None,
-                           encryption: str | None = None, *, base_dir: str | os.PathLike[str],
-                           environ: Mapping[str, str] | None = None,
-                           warn: Warn | None = None) -> IdempotencyStore:
-    """The store an ``idempotency_store`` config block describes (RUNTIME.md §2, §5).
-
-    ``path`` is relative to ``base_dir`` (the program's folder) and defaults to
-    ``.luma-idempotency.json``; a relative path may not lead out of that folder (symbolic links
-    followed), an absolute one may point anywhere. Raises :class:`StoreStartupError` when the
-    store cannot be used.
-    """
-    if backend == "memory":
-        if path is not None or encryption is not None:
-            field = "path" if path is not None else "encryption"
-            raise StoreStartupError(
-                f'idempotency_store.{field} applies only to the "file" backend.')
-        return MemoryIdempotencyStore(warn=warn)
-    if backend == "file":
-        from luma.runtime.file_store import FileIdempotencyStore
-
-        written = path if path is not None else DEFAULT_FILE_PATH
-        full = Path(base_dir) / written
-        if not os.path.isabs(written):
-            project = Path(base_dir).resolve()
-            resolved = full.resolve()
-            if not resolved.is_relative_to(project):
-                raise StoreStartupError(
-                    f"idempotency_store.path '{written}' resolves to {resolved}, outside the "
-                    "program's folder; give an absolute path to keep the store elsewhere.")
-        return FileIdempotencyStore(full, encryption=encryption, environ=environ, warn=warn)
-    raise StoreStartupError(
-        f'idempotency_store.backend must be "memory" or "file", not "{backend}".')

@@ -35,17 +35,6 @@ _PUNCT = frozenset({
 })
 
 
-def grammar_text() -> str:
-    """The text of ``luma.lark``: from the installed package, or from a source checkout."""
-    from importlib import resources
-
-    try:
-        return resources.files("luma.grammar").joinpath("luma.lark").read_text(encoding="utf-8")
-    except ModuleNotFoundError:
-        checkout = Path(__file__).resolve().parents[2] / "grammar" / "luma.lark"
-        return checkout.read_text(encoding="utf-8")
-
-
 class ParseFailure(Exception):
     def __init__(self, diagnostic: Diagnostic) -> None:
         super().__init__(diagnostic.message)
@@ -379,7 +368,7 @@ def lark_parser() -> tuple[Lark, NewlinePostLexer]:
     if _LARK is None:
         from lark import Lark
 
-        from luma.syntax.tablegen import LARK_OPTIONS
+        from luma.syntax.grammar import LARK_OPTIONS, grammar_text
 
         text = grammar_text()
         postlex = NewlinePostLexer()
@@ -706,5 +695,5 @@ def __getattr__(name: str) -> Any:
 
 _RULES = _rule_steps()
 
-__all__ = ["parse_source", "parse_text", "parse_file", "grammar_text", "ParseFailure",
+__all__ = ["parse_source", "parse_text", "parse_file", "ParseFailure",
            "Token", "NoParse", "run_tables", "lark_parser"]

@@ -268,7 +268,7 @@ def render_sarif(diagnostics: Sequence[Diagnostic], sources: SourceLookup, *,
     with ``uriBaseId`` ``%SRCROOT%``; a file outside it gets an absolute ``file:`` URI."""
     import json
 
-    from luma import __version__
+    from luma.version import __version__
     from luma.check.codes import CODES
 
     base = Path(root) if root is not None else Path.cwd()

@@ -27,15 +27,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from luma.syntax.grammar import LARK_OPTIONS, grammar_text
+
 TABLES_PATH = Path(__file__).with_name("tables.py")
-
-# The Lark options the tables are built with; the parse module builds its Lark parser (used to
-# describe syntax errors) with the same ones.
-LARK_OPTIONS: dict[str, Any] = {
-    "parser": "lalr", "lexer": "contextual", "strict": True, "propagate_positions": False,
-    "maybe_placeholders": True, "keep_all_tokens": True,
-}
-
 
 def build_lark(grammar: str, **options: Any) -> Any:
     """Lark's parser for ``grammar``, analysed now (not cached)."""
@@ -290,7 +284,6 @@ def _first_chars(items: list[Any]) -> tuple[set[int] | None, bool]:
 
 def main(argv: list[str]) -> int:
     from luma.syntax.generated import write_or_check
-    from luma.syntax.parse import grammar_text
 
     return write_or_check(TABLES_PATH, generate(grammar_text()), argv,
                           "python -m luma.syntax.tablegen")

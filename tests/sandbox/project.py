@@ -18,7 +18,7 @@ import pytest
 from luma.compile import check_file
 from luma.runtime.config import parse_config
 from luma.runtime.manifests import LoadedModules, load_program_modules
-from luma.runtime.run import RunOptions, prepare, run_checked
+from luma.cli_run import RunOptions, prepare, run_checked
 
 HERE = Path(__file__).parent
 

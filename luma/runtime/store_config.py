@@ -1,0 +1,49 @@
+"""The idempotency store a program's config describes (RUNTIME.md §2, §5): the one place that
+knows every backend, above the interface (``stores``) and the backends themselves."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from luma.runtime.file_store import FileIdempotencyStore
+from luma.runtime.stores import (
+    DEFAULT_FILE_PATH,
+    IdempotencyStore,
+    MemoryIdempotencyStore,
+    StoreStartupError,
+    Warn,
+)
+
+
+def open_idempotency_store(backend: str = "memory", path: str | None = None,
+                           encryption: str | None = None, *, base_dir: str | os.PathLike[str],
+                           environ: Mapping[str, str] | None = None,
+                           warn: Warn | None = None) -> IdempotencyStore:
+    """The store an ``idempotency_store`` config block describes (RUNTIME.md §2, §5).
+
+    ``path`` is relative to ``base_dir`` (the program's folder) and defaults to
+    ``.luma-idempotency.json``; a relative path may not lead out of that folder (symbolic links
+    followed), an absolute one may point anywhere. Raises :class:`StoreStartupError` when the
+    store cannot be used.
+    """
+    if backend == "memory":
+        if path is not None or encryption is not None:
+            field = "path" if path is not None else "encryption"
+            raise StoreStartupError(
+                f'idempotency_store.{field} applies only to the "file" backend.')
+        return MemoryIdempotencyStore(warn=warn)
+    if backend == "file":
+        written = path if path is not None else DEFAULT_FILE_PATH
+        full = Path(base_dir) / written
+        if not os.path.isabs(written):
+            project = Path(base_dir).resolve()
+            resolved = full.resolve()
+            if not resolved.is_relative_to(project):
+                raise StoreStartupError(
+                    f"idempotency_store.path '{written}' resolves to {resolved}, outside the "
+                    "program's folder; give an absolute path to keep the store elsewhere.")
+        return FileIdempotencyStore(full, encryption=encryption, environ=environ, warn=warn)
+    raise StoreStartupError(
+        f'idempotency_store.backend must be "memory" or "file", not "{backend}".')
