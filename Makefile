@@ -46,3 +46,9 @@ clean:
 .PHONY: bench-native
 bench-native: $(STAMP)
 	$(BIN)/python bench/native_tool_loop.py
+
+# luma check on 1k-80k declarations and long strings, from a wheel venv it builds, beside
+# baml-cli check where baml-py installs (bench/.venv-baml)
+.PHONY: bench-scaling
+bench-scaling: $(STAMP)
+	$(BIN)/python bench/check_scaling.py

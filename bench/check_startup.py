@@ -1,13 +1,14 @@
 """The start-up cost of ``luma check`` on one small file, against a bare ``python -c pass``.
 
-Both commands run from the same interpreter (the one running this script, normally the
-project's venv) as whole processes, alternately, ``--runs`` times each. For each run the script
+Both commands run from the same interpreter as whole processes, alternately, ``--runs`` times
+each: by default that of ``bench/.venv-wheel``, a fresh venv with the wheel of this checkout
+installed, which the script builds (``bench/venvs.py``), as a user has Luma; with ``--dev`` the
+interpreter running this script (the project's venv, an editable install). For each run the script
 records the wall time and the CPU time (user + system, from the child's resource usage, so
 other processes on the machine do not count). It reports the medians and the ratio of the
 CPU medians, which is the figure that matters on a busy machine.
 
-    .venv/bin/python -m compileall -q luma     # bytecode, as an installed wheel has
-    .venv/bin/python bench/check_startup.py [--runs N] [--file F.luma]
+    python3 bench/check_startup.py [--runs N] [--file F.luma] [--dev]
 
 Without ``--file`` a small valid contract (two schemas, a tool, a model, an agent with one
 method) is written to a temporary folder.
@@ -57,10 +58,12 @@ agent Desk {
 
 
 def run_once(argv: list[str]) -> tuple[float, float, int]:
-    """(wall seconds, CPU seconds, exit status) of one whole process."""
+    """(wall seconds, CPU seconds, exit status) of one whole process. It runs in the temporary
+    folder: ``python -m`` puts its working folder first on the path, and from the checkout it
+    would import the sources there instead of the installed package."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.DEVNULL, cwd=tempfile.gettempdir())
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -85,7 +88,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30, help="runs of each command (default 30)")
     parser.add_argument("--file", help="the .luma file to check (default: a small contract)")
+    parser.add_argument("--dev", action="store_true",
+                        help="run this interpreter, not the one of bench/.venv-wheel")
     args = parser.parse_args()
+    if args.dev:
+        python = sys.executable
+    else:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from venvs import wheel_python
+
+        python = str(wheel_python())
 
     with tempfile.TemporaryDirectory() as tmp:
         target = args.file
@@ -93,13 +105,13 @@ def main() -> int:
             target = str(Path(tmp) / "small.luma")
             Path(target).write_text(SMALL, encoding="utf-8")
         commands = {
-            "python -c pass": [sys.executable, "-c", "pass"],
-            "luma check": [sys.executable, "-m", "luma", "check", target],
+            "python -c pass": [python, "-c", "pass"],
+            "luma check": [python, "-m", "luma", "check", target],
         }
         load = os.getloadavg()
         results = measure(commands, args.runs)
 
-    print(f"python: {sys.executable} ({sys.version.split()[0]})")
+    print(f"python: {python} ({sys.version.split()[0]})")
     print(f"cores: {os.cpu_count()}, load average before: "
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, after: "
           + " ".join(f"{x:.2f}" for x in os.getloadavg()))

@@ -20,7 +20,7 @@ EXIT_USAGE = 2
 
 
 def _parser(prog: str, **kwargs: object) -> argparse.ArgumentParser:
-    from luma.cli import _Parser, _Version
+    from luma.cli_common import _Parser, _Version
 
     parser = _Parser(prog=prog, allow_abbrev=False, **kwargs)  # type: ignore[arg-type]
     parser.add_argument("--version", action=_Version)
@@ -51,7 +51,7 @@ def fmt_parser() -> argparse.ArgumentParser:
 
 def fmt_command(argv: Sequence[str]) -> int:
     """``luma fmt``: 0 done, 1 a file would change (``--check``) or does not parse, 2 usage."""
-    from luma.cli import _write_stdout
+    from luma.cli_common import _write_stdout
     from luma.compile import find_luma_files
 
     parser = fmt_parser()
@@ -99,7 +99,7 @@ def fmt_command(argv: Sequence[str]) -> int:
 
 
 def _summary(total: int, changed: list[str], failed: int, dry: bool) -> str:
-    from luma.cli import _plural
+    from luma.cli_common import _plural
 
     if total == 0:
         return "luma fmt: warning: no .luma files found"
@@ -136,7 +136,7 @@ def _format_file(path: Path) -> tuple[str, str] | str:
 
 
 def _fmt_stdin(check: bool, diff: bool) -> int:
-    from luma.cli import _write_stdout
+    from luma.cli_common import _write_stdout
     from luma.syntax.format import FormatError, format_text
     from luma.syntax.render import render_text, source_lookup
     from luma.syntax.source import SourceFile

@@ -13,11 +13,11 @@ import io
 import os
 import sys
 from collections.abc import Sequence
-from typing import IO, Any, NoReturn
+from typing import IO, Any
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
+from luma.cli_common import (EXIT_FAILED, EXIT_OK, EXIT_USAGE, _Parser, _plural, _silence_stdout,
+                              _StdoutFailed, _Version, _version, _write_stdout)
+
 
 _COMMANDS = """commands:
   luma check [PATH ...]      check .luma files (a CI lint); see 'luma check --help'
@@ -41,33 +41,6 @@ _ENVIRONMENT = """environment:
 """
 
 _NAMES = ("check", "run", "export", "fmt", "init", "lsp", "help")
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with its usage-error exit (2), and never a traceback for a bad command line."""
-
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
-
-    def parse_checked(self, argv: Sequence[str], intermixed: bool = False) -> argparse.Namespace:
-        """Parse, then refuse what was left over: an unknown option with the closest known one
-        as a hint (``--verison`` → ``--version``), or an argument no command takes."""
-        if intermixed:
-            namespace, extras = self.parse_known_intermixed_args(list(argv))
-        else:
-            namespace, extras = self.parse_known_args(list(argv))
-        for extra in extras:
-            if extra.startswith("-") and extra != "-":
-                from luma.syntax.diagnostics import did_you_mean
-
-                option = extra.partition("=")[0]
-                known = [o for a in self._actions for o in a.option_strings]
-                hint = did_you_mean(option, sorted(set(known)))
-                self.error(f"unknown option '{option}'" + (f" ({hint})" if hint else ""))
-        if extras:
-            self.error(f"unexpected argument '{extras[0]}'")
-        return namespace
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -140,25 +113,6 @@ def _top_help() -> str:
 def _top_parser() -> _Parser:
     """The parser whose usage line is ``luma``'s own (for errors that concern no command)."""
     return _Parser(prog="luma", usage=_top_usage()[len("usage: "):])
-
-
-def _version() -> str:
-    from luma.version import __version__
-
-    return f"luma {__version__}\n"
-
-
-class _Version(argparse.Action):
-    """``--version`` on every command, printed as ``luma --version`` prints it."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
-                         help="print the version and exit")
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
-        _write_stdout(_version())
-        parser.exit(EXIT_OK)
 
 
 def _unknown_command(name: str) -> str | None:
@@ -309,10 +263,6 @@ def _summary(diagnostics: Sequence[Any], files: int) -> str:
     parts = [_plural(errors, "error")] if errors else []
     parts += [_plural(warnings, "warning")] if warnings else []
     return f"{checked}: {', '.join(parts)}"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 # ----------------------------------------------------------------------------------------- run
@@ -513,28 +463,6 @@ def _use_color(choice: str, stream: IO[str]) -> bool:
         return False
 
 
-class _StdoutFailed(Exception):
-    """stdout cannot be written (a full disk, a closed stream); the message says why."""
-
-
-def _write_stdout(text: str) -> None:
-    """Machine formats are UTF-8 whatever the locale (SARIF requires it; GitHub and JSON tools
-    expect it)."""
-    try:
-        buffer = getattr(sys.stdout, "buffer", None)
-        if buffer is None:
-            sys.stdout.write(text)
-        else:
-            sys.stdout.flush()
-            buffer.write(text.encode("utf-8"))
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        _silence_stdout()
-        raise _StdoutFailed(exc.strerror or str(exc)) from None
-
-
 class _ClosedStream(io.TextIOBase):
     """What stdout is when the caller closed it (``>&-``): writing to it is an error."""
 
@@ -563,7 +491,3 @@ def _reopen_closed_streams() -> None:
                               closefd=False)
 
 
-def _silence_stdout() -> None:
-    from luma.outputs import discard_stream
-
-    discard_stream(sys.stdout)

@@ -390,7 +390,7 @@ def test_a_datasources_export_that_is_not_a_dict(tmp_path: Path) -> None:
         "bridges." in result.stderr, result.stderr
 
 
-def test_memory_database_is_shared_by_the_pool(tmp_path: Path) -> None:
+def test_a_memory_database_serves_every_call_of_the_run(tmp_path: Path) -> None:
     config = {"datasources": {"Shop": {"driver": "sqlite", "path": ":memory:",
                                        "init": "shop.sql"}}}
     project(tmp_path, """\

@@ -10,7 +10,6 @@ the JSON they hold, ``NUMERIC``/``DECIMAL`` as exact decimals; other values are 
 
 from __future__ import annotations
 
-import itertools
 import json
 import queue
 import sqlite3
@@ -28,7 +27,6 @@ from luma.data.bridges import (
     cancel_on,
 )
 
-_memory_ids = itertools.count(1)
 
 
 def _decimal(raw: bytes) -> Any:
@@ -69,7 +67,6 @@ class SqliteBridge:
         self._all: list[sqlite3.Connection] = []
         self._busy: set[sqlite3.Connection] = set()
         self._lock = threading.Lock()
-        self._keeper: sqlite3.Connection | None = None  # keeps a shared memory database alive
 
     @classmethod
     def open(cls, name: str, path: str, init: str | None, base_dir: Path,
@@ -79,8 +76,9 @@ class SqliteBridge:
         cannot be opened stops the program before anything runs."""
         _register_converters()
         if path == ":memory:":
-            bridge = cls(name, f"file:luma-{name}-{next(_memory_ids)}?mode=memory&cache=shared",
-                         True, size)
+            # One connection: an in-memory database lives in its connection, and connections
+            # sharing one (a shared cache) lock each other's tables instead of waiting.
+            bridge = cls(name, ":memory:", False, 1)
             created = True
         else:
             file = Path(path) if Path(path).is_absolute() else base_dir / path
@@ -91,8 +89,6 @@ class SqliteBridge:
         except sqlite3.Error as exc:
             raise DataStartError([f"datasource '{name}' (sqlite) cannot open {path}: {exc}"]) \
                 from None
-        if path == ":memory:":
-            bridge._keeper = bridge._connect()
         if created and init is not None:
             script = Path(init) if Path(init).is_absolute() else base_dir / init
             problem = None

@@ -13,7 +13,7 @@ from typing import Any
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
-from luma.lsp import features
+import luma.lsp.features as features
 from luma.lsp.index import Analysis, Key, analyse
 from luma.syntax import ast
 from luma.syntax.diagnostics import Diagnostic

@@ -40,9 +40,11 @@ from luma.models.base import (ChatRequest, ChatResponse, Message, ModelSettings,
                               ToolSpec, Usage)
 from luma.models.dialects import anthropic_schema
 from luma.models.http import ModelEndpoint, ModelHttp, api_key, bad_response, refusal
-from luma.models.wire import (require_model_id, FINAL_ANSWER_DESCRIPTION, FinalAnswerTool, arguments_object,
-                              as_int, final_answer_tool, system_text)
+from luma.models.wire import (FINAL_ANSWER_DESCRIPTION, FinalAnswerTool, JsonArray,
+                              SentMessages, arguments_object, as_int, encode_json,
+                              final_answer_tool, require_model_id, system_text)
 from luma.runtime.errors import LumaError
+from luma.runtime.secrets import SecretRedactor
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
@@ -152,6 +154,7 @@ class AnthropicProvider:
         # what this model takes, until the API says otherwise
         self._forcing = takes_forced_tool(settings.model)
         self._structured = has_structured_outputs(settings.model)
+        self._sent = SentMessages()   # each message's blocks as JSON, as they were first sent
 
     def url(self) -> str:
         return f"{(self.settings.base_url or ANTHROPIC_BASE_URL).rstrip('/')}/v1/messages"
@@ -186,7 +189,9 @@ class AnthropicProvider:
         system = system_text(request.messages)
         if system:
             body["system"] = system
-        body["messages"] = _messages(request.messages)
+        self._sent.start_request()
+        body["messages"] = JsonArray(
+            lambda redactor: _messages(request.messages, self._sent, redactor))
         tools = [tool_declaration(t) for t in request.tools]
         choice: dict[str, Any] | None = _tool_choice(request.tool_choice) if tools else None
         final = None
@@ -281,39 +286,55 @@ def _structured_refused(err: LumaError, body: dict[str, Any]) -> bool:
             and any(w in text for w in ("output_config", "output format", "structured output")))
 
 
-def _messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _blocks(m: Message) -> list[dict[str, Any]]:
+    """The content blocks of one message (none for a system message: it goes apart)."""
+    if m.role == "system":
+        return []
+    if m.role == "tool":
+        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id,
+                                  "content": m.content or ""}
+        if m.is_error:
+            result["is_error"] = True
+        return [result]
+    blocks: list[dict[str, Any]] = []
+    if m.content:
+        blocks.append({"type": "text", "text": m.content})
+    for call in m.tool_calls:
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name,
+                       "input": arguments_object(call)})
+    return blocks
+
+
+def _encoded_blocks(m: Message, redactor: SecretRedactor) -> list[tuple[bool, str]]:
+    """Each block of a message as (is a tool result, its JSON text)."""
+    return [(b["type"] == "tool_result", encode_json(b, redactor)) for b in _blocks(m)]
+
+
+def _messages(messages: tuple[Message, ...], sent: SentMessages,
+              redactor: SecretRedactor) -> list[str]:
+    """The conversation as Anthropic's messages, each as its JSON text. Consecutive messages of
+    one role are merged into one; their blocks are encoded once, as the message is first
+    sent, and joined."""
+    turns: list[tuple[str, list[tuple[bool, str]]]] = []
     for m in messages:
-        if m.role == "system":
-            continue
-        role = "assistant" if m.role == "assistant" else "user"
-        blocks: list[dict[str, Any]] = []
-        if m.role == "tool":
-            result: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id,
-                                      "content": m.content or ""}
-            if m.is_error:
-                result["is_error"] = True
-            blocks.append(result)
-        else:
-            if m.content:
-                blocks.append({"type": "text", "text": m.content})
-            for call in m.tool_calls:
-                blocks.append({"type": "tool_use", "id": call.id, "name": call.name,
-                               "input": arguments_object(call)})
+        blocks = sent.get(m, redactor, lambda m: _encoded_blocks(m, redactor))
         if not blocks:
             continue
-        if out and out[-1]["role"] == role:
-            previous = out[-1]["content"]
-            if role == "user" and blocks[0]["type"] == "tool_result":
+        role = "assistant" if m.role == "assistant" else "user"
+        if turns and turns[-1][0] == role:
+            previous = turns[-1][1]
+            if role == "user" and blocks[0][0]:
                 # tool results must open the user turn that follows the tool calls
-                split = next((i for i, b in enumerate(previous) if b["type"] != "tool_result"),
-                             len(previous))
+                split = next((i for i, b in enumerate(previous) if not b[0]), len(previous))
                 previous[split:split] = blocks
             else:
                 previous.extend(blocks)
         else:
-            out.append({"role": role, "content": blocks})
-    return out
+            turns.append((role, list(blocks)))
+    head = {role: encode_json("role", redactor) + ":" + encode_json(role, redactor) + ","
+            + encode_json("content", redactor) + ":" for role in ("user", "assistant")}
+    return ["{" + head[role] + "[" + ",".join(text for _, text in blocks) + "]}"
+            for role, blocks in turns]
 
 
 def _tool_choice(choice: str) -> dict[str, Any]:

@@ -25,16 +25,18 @@ in the next request: the provider remembers it by call id for the run.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from luma.models.base import (ChatRequest, ChatResponse, Message, ModelSettings, ToolCall,
                               ToolSpec, Usage)
 from luma.models.dialects import gemini_schema
 from luma.models.http import ModelEndpoint, ModelHttp, api_key, bad_response, refusal
-from luma.models.wire import (require_model_id, FINAL_ANSWER_DESCRIPTION, FinalAnswerTool, arguments_object,
-                              as_int, final_answer_tool, system_text)
+from luma.models.wire import (FINAL_ANSWER_DESCRIPTION, FinalAnswerTool, JsonArray,
+                              SentMessages, arguments_object, as_int, encode_json,
+                              final_answer_tool, require_model_id, system_text)
 from luma.runtime.errors import LumaError
+from luma.runtime.secrets import SecretRedactor
 
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
 GEMINI_KEY_ENV = "GEMINI_API_KEY"
@@ -63,6 +65,7 @@ class GeminiProvider:
         require_model_id(settings)
         self._signatures: dict[str, str] = {}
         self._calls = 0
+        self._sent = SentMessages()   # each message's parts as JSON, as they were first sent
 
     def url(self) -> str:
         base = (self.settings.base_url or GEMINI_BASE_URL).rstrip("/")
@@ -82,7 +85,9 @@ class GeminiProvider:
     # ------------------------------------------------------------------------------ request
     def request_body(self, request: ChatRequest) -> tuple[dict[str, Any], FinalAnswerTool | None]:
         s = self.settings
-        body: dict[str, Any] = {"contents": self._contents(request.messages)}
+        self._sent.start_request()
+        body: dict[str, Any] = {"contents": JsonArray(
+            lambda redactor: self._contents(request.messages, redactor))}
         system = system_text(request.messages)
         if system:
             body["systemInstruction"] = {"parts": [{"text": system}]}
@@ -113,36 +118,55 @@ class GeminiProvider:
             body["generationConfig"] = generation
         return body, final
 
-    def _contents(self, messages: tuple[Message, ...]) -> list[dict[str, Any]]:
-        names = {c.id: c.name for m in messages for c in m.tool_calls}
-        out: list[dict[str, Any]] = []
+    def _parts(self, m: Message, names: Callable[[], dict[str, str]]) -> list[dict[str, Any]]:
+        """The parts of one message (none for a system message: it goes apart). ``names``: the
+        tool name of each call id of the conversation (a function response carries it)."""
+        if m.role == "system":
+            return []
+        if m.role == "tool":
+            response = _function_response(m, names().get(m.tool_call_id or ""))
+            return [{"functionResponse": response}]
+        parts: list[dict[str, Any]] = []
+        if m.content:
+            parts.append({"text": m.content})
+        for call in m.tool_calls:
+            function_call: dict[str, Any] = {"name": call.name, "args": arguments_object(call)}
+            if not call.id.startswith(SYNTHETIC_ID_PREFIX):
+                function_call["id"] = call.id
+            part: dict[str, Any] = {"functionCall": function_call}
+            if call.id in self._signatures:
+                part["thoughtSignature"] = self._signatures[call.id]
+            parts.append(part)
+        return parts
+
+    def _contents(self, messages: tuple[Message, ...], redactor: SecretRedactor) -> list[str]:
+        """The conversation as Gemini's contents, each as its JSON text. Consecutive messages of
+        one role are merged into one; their parts are encoded once, as the message is first
+        sent, and joined."""
+        found: dict[str, str] | None = None
+
+        def names() -> dict[str, str]:  # made only when a new tool result needs it
+            nonlocal found
+            if found is None:
+                found = {c.id: c.name for m in messages for c in m.tool_calls}
+            return found
+
+        def encoded(m: Message) -> list[str]:
+            return [encode_json(p, redactor) for p in self._parts(m, names)]
+
+        turns: list[tuple[str, list[str]]] = []
         for m in messages:
-            if m.role == "system":
-                continue
-            role = "model" if m.role == "assistant" else "user"
-            parts: list[dict[str, Any]] = []
-            if m.role == "tool":
-                response = _function_response(m, names.get(m.tool_call_id or ""))
-                parts.append({"functionResponse": response})
-            else:
-                if m.content:
-                    parts.append({"text": m.content})
-                for call in m.tool_calls:
-                    function_call: dict[str, Any] = {"name": call.name,
-                                                     "args": arguments_object(call)}
-                    if not call.id.startswith(SYNTHETIC_ID_PREFIX):
-                        function_call["id"] = call.id
-                    part: dict[str, Any] = {"functionCall": function_call}
-                    if call.id in self._signatures:
-                        part["thoughtSignature"] = self._signatures[call.id]
-                    parts.append(part)
+            parts = self._sent.get(m, redactor, encoded)
             if not parts:
                 continue
-            if out and out[-1]["role"] == role:
-                out[-1]["parts"].extend(parts)
+            role = "model" if m.role == "assistant" else "user"
+            if turns and turns[-1][0] == role:
+                turns[-1][1].extend(parts)
             else:
-                out.append({"role": role, "parts": parts})
-        return out
+                turns.append((role, list(parts)))
+        head = {role: encode_json("role", redactor) + ":" + encode_json(role, redactor) + ","
+                + encode_json("parts", redactor) + ":" for role in ("user", "model")}
+        return ["{" + head[role] + "[" + ",".join(parts) + "]}" for role, parts in turns]
 
     # ----------------------------------------------------------------------------- response
     def parse_response(self, endpoint: ModelEndpoint, body: Any,

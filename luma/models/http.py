@@ -26,6 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from luma.models.base import ModelSettings
+from luma.models.wire import JsonArray, encode_json
 from luma.runtime.errors import LumaError
 from luma.runtime.secrets import SecretRedactor
 
@@ -152,8 +153,7 @@ class ModelHttp:
                             "holds a character an HTTP header cannot carry (only ASCII is "
                             "allowed).")
         # no secret reaches a provider in a prompt, a tool result or anything else in the body
-        payload = json.dumps(secrets.redact_value(body), ensure_ascii=False,
-                             separators=(",", ":")).encode("utf-8")
+        payload = encode_body(body, secrets).encode("utf-8")
         settings = endpoint.settings
         attempts = max(0, settings.max_retries) + 1
         for attempt in range(1, attempts + 1):
@@ -234,6 +234,19 @@ class ModelHttp:
         """Exponential backoff with jitter: half the step fixed, half random."""
         step: float = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2.0 ** (attempt - 1))
         return step / 2 + step / 2 * float(self._jitter())
+
+
+def encode_body(body: Any, secrets: SecretRedactor) -> str:
+    """The JSON text of a request body, redacted. A ``JsonArray`` at its top level (the
+    conversation, whose messages the adapter encoded as it first sent them) is joined as it is;
+    the text is the one ``json.dumps`` would write for the whole body."""
+    if not isinstance(body, dict) or not any(isinstance(v, JsonArray) for v in body.values()):
+        return encode_json(body, secrets)
+    members = []
+    for key, value in body.items():
+        text = value.json(secrets) if isinstance(value, JsonArray) else encode_json(value, secrets)
+        members.append(f"{encode_json(key, secrets)}:{text}")
+    return "{" + ",".join(members) + "}"
 
 
 def retry_after(headers: Mapping[str, str], now: float) -> float | None:

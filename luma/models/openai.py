@@ -38,7 +38,8 @@ from luma.models.base import (ChatRequest, ChatResponse, Message, ModelSettings,
 from luma.models.dialects import StrictSchemaError, drop_strict_nulls, openai_schema
 from luma.models.http import ModelEndpoint, ModelHttp, api_key, bad_response, refusal
 from luma.models.reasoning import reasoning_of, takes_parallel_tool_calls, tools_need_no_reasoning
-from luma.models.wire import arguments_text, as_int, require_model_id, schema_name
+from luma.models.wire import (JsonArray, SentMessages, arguments_text, as_int, encode_json,
+                              require_model_id, schema_name)
 from luma.runtime.errors import LumaError
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -87,6 +88,7 @@ class OpenAIProvider:
         self._calls = 0
         self._call_extra: dict[str, Any] = {}      # call id → the call's extra_content
         self._message_extra: dict[str, Any] = {}   # first call id → the message's extra_content
+        self._sent = SentMessages()                # each message's JSON, as it was first sent
 
     @property
     def label(self) -> str:
@@ -121,7 +123,10 @@ class OpenAIProvider:
         body: dict[str, Any] = {}
         if not self.azure:
             body["model"] = s.model
-        body["messages"] = [self._message(m) for m in request.messages]
+        self._sent.start_request()
+        body["messages"] = JsonArray(lambda redactor: [
+            self._sent.get(m, redactor, lambda m: encode_json(self._message(m), redactor))
+            for m in request.messages])
         if request.tools:
             body["tools"] = [tool_declaration(t, s.strict, model=s.name) for t in request.tools]
             body["tool_choice"] = _tool_choice(request.tool_choice)

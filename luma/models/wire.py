@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from luma.models.base import ChatRequest, Message, ModelSettings, ResponseFormat, ToolCall
+
+if TYPE_CHECKING:
+    from luma.runtime.secrets import SecretRedactor
 
 FINAL_ANSWER_DESCRIPTION = ("Give your final answer. Call this tool exactly once, with the "
                             "complete answer as its input.")
@@ -100,3 +103,59 @@ def require_model_id(settings: ModelSettings, what: str = "model id") -> None:
         from luma.runtime.errors import LumaError
 
         raise LumaError("MODEL_CONFIG", f"Model '{settings.name}' needs a name: the {what} to call.")
+
+
+def encode_json(value: Any, redactor: SecretRedactor) -> str:
+    """A value as the JSON text a request body carries: redacted, compact, UTF-8 as it is."""
+    return json.dumps(redactor.redact_value(value), ensure_ascii=False, separators=(",", ":"))
+
+
+class JsonArray:
+    """An array in a request body whose items the adapter encodes itself (``items`` gives their
+    JSON texts, redacted with the run's redactor): ``ModelHttp.post_json`` joins them. The
+    redactor is given at the moment of sending, when the request's own secrets are known."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: Callable[[SecretRedactor], list[str]]) -> None:
+        self.items = items
+
+    def json(self, redactor: SecretRedactor) -> str:
+        return "[" + ",".join(self.items(redactor)) + "]"
+
+
+class SentMessages:
+    """What a provider made of each message it has sent, made once: a conversation's next
+    request rebuilds and encodes only its new messages and joins the rest, so a long tool loop
+    costs each message once, not once per request.
+
+    A value is kept per message (by identity; the message is held while it is kept) and per
+    set of secrets: a secret registered later makes the messages encoded before it be encoded
+    again. The values the latest request did not use are dropped once there are more than four
+    times as many as it used (plus 256), so a provider that runs many conversations keeps about
+    the latest ones."""
+
+    def __init__(self) -> None:
+        self._values: dict[int, tuple[Message, int, Any]] = {}
+        self._used: set[int] = set()
+        self.made = 0     # values made (the tests count them)
+        self.reused = 0   # values taken from what an earlier request made
+
+    def start_request(self) -> None:
+        if len(self._values) > 4 * len(self._used) + 256:
+            self._values = {k: v for k, v in self._values.items() if k in self._used}
+        self._used = set()
+
+    def get(self, message: Message, redactor: SecretRedactor,
+            make: Callable[[Message], Any]) -> Any:
+        key = id(message)
+        self._used.add(key)
+        generation = len(redactor)
+        kept = self._values.get(key)
+        if kept is not None and kept[0] is message and kept[1] == generation:
+            self.reused += 1
+            return kept[2]
+        value = make(message)
+        self._values[key] = (message, generation, value)
+        self.made += 1
+        return value
