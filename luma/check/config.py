@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 
 from luma.check.names import report_duplicates
+from luma.limits import MAX_TIMEOUT_MS
 from luma.syntax import ast
 from luma.syntax.diagnostics import DiagnosticBag, did_you_mean
 
@@ -215,3 +216,18 @@ def _is_identifier(text: str) -> bool:
 def is_env_var_name(text: str) -> bool:
     """Whether ``text`` can name an environment variable (letters, digits, ``_``)."""
     return _is_identifier(text)
+
+
+def check_timeout(owner: str, entry: ast.ConfigEntry, read: ValueReader,
+                  bag: DiagnosticBag) -> None:
+    """``timeout:`` of ``owner`` (``Tool 'x'``, ``Datasource 'y'``): milliseconds > 0."""
+    value = entry.value
+    if (isinstance(value, ast.Literal) and isinstance(value.value, int)
+            and not isinstance(value.value, bool)):
+        if value.value <= 0:
+            bag.error("E013", f"{owner} timeout must be greater than zero.",
+                      value.span, hint="give the timeout in milliseconds, e.g. timeout: 3000")
+        elif value.value > MAX_TIMEOUT_MS:
+            read.invalid(entry, f"at most {MAX_TIMEOUT_MS} milliseconds")
+        return
+    read.invalid(entry, "an integer number of milliseconds > 0")

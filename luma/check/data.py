@@ -16,7 +16,7 @@ DATASOURCE_KEYS = ("description", "timeout")
 
 
 def check_datasource(decl: ast.DatasourceDecl, bag: DiagnosticBag) -> None:
-    from luma.check.tools import check_timeout
+    from luma.check.config import check_timeout
 
     check_declared_name(decl.name, decl.name_span, bag, "datasource")
     owner = f"datasource '{decl.name}'"

@@ -4,12 +4,12 @@ the consistency rules."""
 from __future__ import annotations
 
 from luma.check.annotations import ValueCheck
-from luma.check.config import ValueReader, check_keys, dotted_path
+from luma.check.config import ValueReader, check_keys, check_timeout, dotted_path
 from luma.check.fields import check_fields
 from luma.check.names import check_declared_name, report_duplicates
 from luma.check.symbols import Symbols
 from luma.check.types import check_type, report_unknown_type, type_kind, type_text
-from luma.limits import MAX_RETRIES, MAX_RETRY_DELAY_MS, MAX_TIMEOUT_MS
+from luma.limits import MAX_RETRIES, MAX_RETRY_DELAY_MS
 from luma.syntax import ast
 from luma.syntax.diagnostics import DiagnosticBag, did_you_mean
 
@@ -132,21 +132,6 @@ def _check_consistency(tool: ast.ToolDecl, entries: dict[str, ast.ConfigEntry],
                   "idempotency_key to be retried.", entries["retries"].span,
                   hint="add idempotent: true and idempotency_key: <input field>, or remove "
                        "retries")
-
-
-def check_timeout(owner: str, entry: ast.ConfigEntry, read: ValueReader,
-                  bag: DiagnosticBag) -> None:
-    """``timeout:`` of ``owner`` (``Tool 'x'``, ``Datasource 'y'``): milliseconds > 0."""
-    value = entry.value
-    if (isinstance(value, ast.Literal) and isinstance(value.value, int)
-            and not isinstance(value.value, bool)):
-        if value.value <= 0:
-            bag.error("E013", f"{owner} timeout must be greater than zero.",
-                      value.span, hint="give the timeout in milliseconds, e.g. timeout: 3000")
-        elif value.value > MAX_TIMEOUT_MS:
-            read.invalid(entry, f"at most {MAX_TIMEOUT_MS} milliseconds")
-        return
-    read.invalid(entry, "an integer number of milliseconds > 0")
 
 
 def _check_credential(entry: ast.ConfigEntry, read: ValueReader) -> None:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from luma.data.sql import scan
+from luma.data.statements import (DataStartError, StatementCancelled, StatementTimedOut,
+                                  cancel_on)
 from luma.data.values import NoJsonForm, to_json
 from luma.runtime.errors import LumaError
 from luma.syntax import ast
@@ -26,22 +27,6 @@ from luma.syntax import ast
 TOOL_OUTPUT_INVALID = "TOOL_OUTPUT_INVALID"
 TOOL_TIMEOUT = "TOOL_TIMEOUT"
 TOOL_FAILED = "TOOL_FAILED"
-
-
-class DataStartError(Exception):
-    """The datasources cannot start; one line per problem (exit 2)."""
-
-    def __init__(self, lines: list[str]) -> None:
-        super().__init__("\n".join(lines))
-        self.lines = lines
-
-
-class StatementTimedOut(Exception):
-    """A built-in bridge's statement ran past its timeout on the database side."""
-
-
-class StatementCancelled(Exception):
-    """A built-in bridge's statement was cancelled because the call's Signal fired."""
 
 
 class BuiltinBridge(Protocol):
@@ -333,27 +318,6 @@ def _bridge_caller(bridge: Any) -> Callable[[str, dict[str, Any], Any], Any]:
             or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
         return lambda sql, values, signal: bridge(sql, values, signal=signal)
     return lambda sql, values, signal: bridge(sql, values)
-
-
-def cancel_on(signal: Any, cancel: Callable[[], None]) -> Callable[[], None]:
-    """Call ``cancel()`` (in a thread of its own, so the firing side never waits on the
-    database) when ``signal`` fires while the statement runs; the returned function marks the
-    statement done, after which a late signal does nothing."""
-    lock = threading.Lock()
-    running = [True]
-
-    def fire() -> None:
-        with lock:
-            if running[0]:
-                threading.Thread(target=cancel, name="luma-data-cancel", daemon=True).start()
-
-    def done() -> None:
-        with lock:
-            running[0] = False
-
-    if signal is not None:
-        signal.add_listener(fire)
-    return done
 
 
 __all__ = ["Datasources", "DataStartError", "BuiltinBridge", "StatementTimedOut",

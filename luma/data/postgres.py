@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from luma.data.bridges import DataStartError, StatementCancelled, StatementTimedOut, cancel_on
+from luma.data.statements import DataStartError, StatementCancelled, StatementTimedOut, cancel_on
 from luma.data.sql import placeholders
 
 EXTRA_HINT = "pip install 'luma[postgres]'"

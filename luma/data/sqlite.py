@@ -20,7 +20,7 @@ from pathlib import Path
 from time import monotonic
 from typing import Any
 
-from luma.data.bridges import (
+from luma.data.statements import (
     DataStartError,
     StatementCancelled,
     StatementTimedOut,
