@@ -26,6 +26,7 @@ _COMMANDS = """commands:
   luma fmt [PATH ...]        format .luma files in the canonical layout (--check, --diff)
   luma init [DIR]            create a new project that runs at once
   luma lsp                   run the language server on stdio (for editors)
+  luma mcp serve PROGRAM     offer a program's tools to MCP clients on stdio
   luma help [COMMAND]        show the help of a command
 
 options:
@@ -40,7 +41,7 @@ _ENVIRONMENT = """environment:
   NO_COLOR               set to turn colour off (like --color never)
 """
 
-_NAMES = ("check", "run", "export", "fmt", "init", "lsp", "help")
+_NAMES = ("check", "run", "export", "fmt", "init", "lsp", "mcp", "help")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -99,6 +100,10 @@ def _dispatch(args: list[str], whole_process: bool = False) -> int:
         from luma.authoring import lsp_command
 
         return lsp_command(args[1:])
+    if first == "mcp":
+        from luma.mcp.command import mcp_command
+
+        return mcp_command(args[1:])
     return run_command(args, prog="luma", whole_process=whole_process)
 
 

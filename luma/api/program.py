@@ -17,6 +17,7 @@ from luma.api.errors import ArgumentsRefused, DiagnosticInfo, RunError, _message
 from luma.runtime.errors import LumaError, StartError
 
 if TYPE_CHECKING:
+    from luma.api.tools import Contract
     from luma.compile import CheckedFile
     from luma.models.ask_setup import AskSetup
     from luma.runtime.call_limit import CallLimit
@@ -169,6 +170,46 @@ class Program:
     def run_top_level_sync(self, **options: Any) -> Any:
         """:meth:`run_top_level` for code without an event loop."""
         return self._sync(self.run_top_level(**options))
+
+    def contracts(self, agent: str | None = None) -> list[Contract]:
+        """The tools a client may call, sorted by name (see :mod:`luma.api.tools`): every tool,
+        or, for ``agent``, its ``tools`` its policies do not hide and its methods. Raises
+        :class:`RunError` ``AGENT_NOT_FOUND``."""
+        from luma.api.tools import contracts
+
+        try:
+            return contracts(self._program, self._shared.schemas, agent)
+        except LumaError as err:
+            raise RunError(err.code, err.message) from None
+
+    async def call_contract(self, contract: Contract, arguments: Any, *,
+                            agent: str | None = None, env: Mapping[str, str] | None = None,
+                            approve: ApproveCallback | None = None) -> Any:
+        """One call of ``contract`` as ``agent`` calls it (None: the top level): a tool runs
+        through the whole tool pipeline, a method is one run. ``approve`` decides this call's
+        ``approval``-policy calls (instead of the program's). Raises :class:`RunError`."""
+        if contract.agent_method is not None:
+            owner, fn = contract.agent_method
+            if not isinstance(arguments, dict):
+                raise RunError("ARGUMENT_INVALID", f"The arguments of {contract.name} must be "
+                               "an object.")
+            return await self.execute(owner, fn, arguments, env=env)
+        from luma.runtime.calls import CallContext, MethodCall
+
+        runtime = self.new_runtime(env)
+        if approve is not None:
+            runtime.approve = approve
+            runtime.interactive = True
+        decl = next((a for a in self._program.agents if a.name == agent), None)
+        try:
+            return await runtime.pipeline.call(contract.name, arguments,
+                                               CallContext(decl, MethodCall(decl, None)))
+        except LumaError as err:
+            raise RunError(err.code, err.message, retryable=err.retryable, tool=err.tool,
+                           details=err.details) from None
+        finally:
+            await runtime.aclose()
+            runtime.telemetry.close()
 
     # -------------------------------------------------------------------------- the lifetime
     async def aclose(self) -> None:

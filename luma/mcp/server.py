@@ -1,0 +1,87 @@
+"""``luma mcp serve``: a loaded program's contracts as an MCP server, built on the official SDK's
+low-level ``Server``. Every ``tools/call`` is one call through the Python API
+(:meth:`luma.Program.call_contract`), so the whole tool pipeline runs; a Luma error is a tool
+result with ``isError`` and the words a model would get, a protocol mistake a JSON-RPC error."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+
+from luma.api import Program, RunError
+from luma.api.tools import RESULT_FIELD, Contract, model_facing_text
+from luma.runtime.policy import approved_tools
+from luma.version import __version__
+
+
+def annotations(contract: Contract) -> types.ToolAnnotations:
+    """The contract's side-effect class as MCP hints: ``none`` reads nothing and may be
+    repeated; ``read`` only reads; ``write`` may destroy, and may be repeated only when
+    ``idempotent``."""
+    if contract.side_effects == "none":
+        return types.ToolAnnotations(read_only_hint=True, idempotent_hint=True)
+    if contract.side_effects == "read":
+        return types.ToolAnnotations(read_only_hint=True)
+    return types.ToolAnnotations(read_only_hint=False, destructive_hint=True,
+                                 idempotent_hint=contract.idempotent)
+
+
+def build_server(program: Program, agent: str | None = None,
+                 env: Mapping[str, str] | None = None) -> Server[Any]:
+    """The MCP server of ``program`` (as ``agent`` sees it when given)."""
+    contracts = {c.name: c for c in program.contracts(agent)}
+    listed = [types.Tool(name=c.name, description=c.description or None,
+                         input_schema=c.input_schema, output_schema=c.output_schema,
+                         annotations=annotations(c))
+              for c in contracts.values()]
+    approved = approved_tools(env if env is not None else _environ())
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listed)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        contract = contracts.get(params.name)
+        if contract is None:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
+        arguments = params.arguments if params.arguments is not None else {}
+
+        def approve(tool: str, shown: Any) -> bool:  # no prompt: a person approves by name
+            return tool in approved
+
+        try:
+            value = await program.call_contract(contract, arguments, agent=agent, env=env,
+                                                approve=approve)
+        except RunError as err:
+            text = model_facing_text(err, contract.input_schema if contract.agent_method
+                                     is None else None, arguments)
+            return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+        structured = {RESULT_FIELD: value} if contract.wrapped else value
+        text = json.dumps(structured, ensure_ascii=False)
+        return types.CallToolResult(content=[types.TextContent(text=text)],
+                                    structured_content=structured)
+
+    return Server("luma", version=__version__, on_list_tools=list_tools,
+                  on_call_tool=call_tool)
+
+
+async def serve_stdio(program: Program, agent: str | None = None) -> None:
+    """Serve ``program`` on stdin and stdout until the client closes them."""
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(program, agent)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def _environ() -> Mapping[str, str]:
+    import os
+
+    return os.environ
+
+
+__all__ = ["annotations", "build_server", "serve_stdio"]

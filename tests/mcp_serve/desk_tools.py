@@ -1,0 +1,29 @@
+"""Handlers of desk.luma."""
+
+import asyncio
+import os
+
+
+def count_words(input):
+    return {"words": len(input["text"].split())}
+
+
+def lookup(input):
+    return {"id": "T-0", "team": input["team"]}
+
+
+def open_ticket(input):
+    return {"id": "T-" + input["request_id"], "team": input["team"]}
+
+
+def close_ticket(input):
+    return {"id": input["id"], "team": "ops"}
+
+
+def broken(input):
+    raise RuntimeError("the database is down, token " + os.environ["DESK_TOKEN"])
+
+
+async def slow(input):
+    await asyncio.sleep(input["ms"] / 1000)
+    return {"words": input["ms"]}
