@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 
+import mcp_types as types
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
@@ -147,6 +148,36 @@ def test_concurrent_calls_run_at_once() -> None:
     results, took = run(go())
     assert [r.structured_content for r in results] == [{"words": 400}] * 4
     assert took < 1.4  # four 0.4 s calls, not one after another
+
+
+def test_a_cancelled_call_stops_its_handler_and_the_server_goes_on(tmp_path: Path) -> None:
+    mark = tmp_path / "mark"
+
+    async def go() -> Any:
+        async with served(env={"DESK_MARK": str(mark)}) as session:
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(session.call_tool("slow", {"ms": 1500}), 0.3)
+            after = await session.call_tool("count_words", {"text": "still here"})
+            await asyncio.sleep(1.6)  # the cancelled handler would have finished by now
+            return after
+
+    after = run(go())
+    assert after.structured_content == {"words": 2}
+    assert not mark.exists()
+
+
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")  # the client's, on purpose
+def test_arguments_that_are_not_an_object_are_a_protocol_error() -> None:
+    async def go() -> Any:
+        async with served() as session:
+            with pytest.raises(MCPError) as shape:
+                await session.send_request(
+                    types.CallToolRequest(params=types.CallToolRequestParams.model_construct(
+                        name="count_words", arguments=["one"])), types.CallToolResult)
+            return shape.value
+
+    error = run(go())
+    assert error.code == -32602
 
 
 def test_a_program_that_does_not_load_is_a_located_error(tmp_path: Path) -> None:

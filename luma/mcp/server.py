@@ -19,7 +19,7 @@ from luma.runtime.policy import approved_tools
 from luma.version import __version__
 
 
-def annotations(contract: Contract) -> types.ToolAnnotations:
+def tool_annotations(contract: Contract) -> types.ToolAnnotations:
     """The contract's side-effect class as MCP hints: ``none`` reads nothing and may be
     repeated; ``read`` only reads; ``write`` may destroy, and may be repeated only when
     ``idempotent``."""
@@ -37,7 +37,7 @@ def build_server(program: Program, agent: str | None = None,
     contracts = {c.name: c for c in program.contracts(agent)}
     listed = [types.Tool(name=c.name, description=c.description or None,
                          input_schema=c.input_schema, output_schema=c.output_schema,
-                         annotations=annotations(c))
+                         annotations=tool_annotations(c))
               for c in contracts.values()]
     approved = approved_tools(env if env is not None else _environ())
 
@@ -84,4 +84,4 @@ def _environ() -> Mapping[str, str]:
     return os.environ
 
 
-__all__ = ["annotations", "build_server", "serve_stdio"]
+__all__ = ["tool_annotations", "build_server", "serve_stdio"]
