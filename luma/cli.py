@@ -134,10 +134,11 @@ def _unknown_command(name: str) -> str | None:
 def help_command(argv: Sequence[str]) -> int:
     """``luma help [COMMAND]``: the help of the command (or of ``luma``), on stdout."""
     from luma import authoring
+    from luma.mcp.command import mcp_parser
 
     parsers = {"check": _check_parser, "run": lambda: _run_parser("luma run"),
                "export": _export_parser, "fmt": authoring.fmt_parser,
-               "init": authoring.init_parser, "lsp": authoring.lsp_parser}
+               "init": authoring.init_parser, "lsp": authoring.lsp_parser, "mcp": mcp_parser}
     usage = _top_parser()
     if len(argv) > 1:
         usage.error(f"unexpected argument '{argv[1]}' (luma help takes one command)")

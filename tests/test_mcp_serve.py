@@ -50,7 +50,7 @@ def test_tools_are_listed_sorted_with_their_schemas_and_annotations() -> None:
             return (await session.list_tools()).tools
 
     tools = {t.name: t for t in run(go())}
-    assert list(tools) == ["broken", "close_ticket", "count_words", "lookup", "open_ticket",
+    assert list(tools) == ["audit", "broken", "close_ticket", "count_words", "lookup", "open_ticket",
                            "slow"]
     count = tools["count_words"]
     assert count.description == "Count the words of a text."
@@ -109,7 +109,7 @@ def test_unknown_tool_and_bad_params_are_protocol_errors() -> None:
     assert error.message == "Unknown tool: count_word"
 
 
-def test_an_agent_lists_only_its_tools_less_deny_write_and_its_methods() -> None:
+def test_an_agent_lists_only_its_tools_less_deny_write_and_scopes_and_its_methods() -> None:
     async def go() -> Any:
         async with served("--agent", "Reader") as session:
             names = [t.name for t in (await session.list_tools()).tools]
@@ -200,3 +200,24 @@ def test_a_program_that_does_not_load_is_a_located_error(tmp_path: Path) -> None
     assert agent.returncode == 1
     assert agent.stderr == ("luma mcp: error: Unknown agent 'Reeder'; did you mean "
                             "'Reader'?.\n")
+
+
+def test_without_the_sdk_the_command_names_the_extra() -> None:
+    import subprocess
+
+    code = ("import sys; sys.modules['mcp'] = None; from luma.cli import main; "
+            f"sys.exit(main(['mcp', 'serve', {PROGRAM!r}]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 1
+    assert done.stderr == "luma mcp: error: luma mcp needs the MCP extra: pip install 'luma[mcp]'\n"
+
+
+def test_luma_help_mcp_shows_the_serve_command() -> None:
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "luma", "help", "mcp"], capture_output=True,
+                          text=True)
+    assert done.returncode == 0
+    assert done.stdout.startswith("usage: luma mcp")
+    assert "serve" in done.stdout

@@ -31,3 +31,7 @@ async def slow(input):
         with open(mark, "a") as f:
             f.write("finished\n")
     return {"words": input["ms"]}
+
+
+def audit(input):
+    return {"words": 0}
