@@ -221,3 +221,77 @@ def test_luma_help_mcp_shows_the_serve_command() -> None:
     assert done.returncode == 0
     assert done.stdout.startswith("usage: luma mcp")
     assert "serve" in done.stdout
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_streamable_http_lists_and_calls_and_refuses() -> None:
+    import subprocess
+
+    from mcp.client.streamable_http import streamable_http_client
+
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "luma", "mcp", "serve", PROGRAM, "--tool-module", TOOLS,
+         "--agent", "Careful", "--http", f"127.0.0.1:{port}"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        assert line == f"luma mcp: serving http://127.0.0.1:{port}/mcp\n"
+
+        async def go() -> Any:
+            async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    names = [t.name for t in (await session.list_tools()).tools]
+                    refused = await session.call_tool("open_ticket",
+                                                      {"request_id": "1", "team": "ops"})
+                    both = await asyncio.gather(
+                        session.call_tool("close_ticket", {"id": "a"}),
+                        session.call_tool("close_ticket", {"id": "b"}))
+                    return names, refused, both
+
+        names, refused, both = run(go())
+        assert names == ["close_ticket", "open_ticket"]
+        assert refused.is_error
+        assert refused.content[0].text == NOT_PERMITTED
+        assert [r.content[0].text for r in both] == [NOT_PERMITTED, NOT_PERMITTED]
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert process.stdout is not None
+    assert process.stdout.read() == ""
+
+
+def test_a_bad_http_address_is_a_usage_error() -> None:
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "luma", "mcp", "serve", PROGRAM, "--http",
+                           "8765"], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    assert done.stderr.endswith("luma mcp serve: error: argument --http: expected HOST:PORT "
+                                "(like 127.0.0.1:8765), got '8765'\n")
+
+
+def test_a_port_in_use_is_a_clear_error() -> None:
+    import socket
+    import subprocess
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "luma", "mcp", "serve", PROGRAM,
+                               "--tool-module", TOOLS, "--http", f"127.0.0.1:{port}"],
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              timeout=60)
+    assert done.returncode == 1
+    assert done.stderr == (f"luma mcp: error: cannot listen on 127.0.0.1:{port}: "
+                           "Address already in use\n")

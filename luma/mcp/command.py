@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 
@@ -22,12 +23,26 @@ def mcp_parser() -> _Parser:
                        "luma.config.json beside the program)")
     serve.add_argument("--agent", metavar="NAME", help="offer only this agent's tools, under "
                        "its policies, and its methods")
+    serve.add_argument("--http", metavar="HOST:PORT", type=_address, help="serve Streamable HTTP at "
+                       "http://HOST:PORT/mcp instead of stdio")
     return parser
+
+
+def _address(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT (like 127.0.0.1:8765), got "
+                                         f"'{value}'")
+    return host.strip("[]"), int(port)
 
 
 def mcp_command(argv: Sequence[str]) -> int:
     """``luma mcp serve``: 1 when the program does not load or the extra is missing."""
     args = mcp_parser().parse_args(list(argv))
+    address: tuple[str, int] | None = args.http
+    if address is not None:
+        args.http_text = f"[{address[0]}]:{address[1]}" if ":" in address[0] else \
+            f"{address[0]}:{address[1]}"
     from luma.mcp import MissingExtra, require_sdk
 
     try:
@@ -38,7 +53,7 @@ def mcp_command(argv: Sequence[str]) -> int:
     import asyncio
 
     import luma
-    from luma.mcp.server import serve_stdio
+    from luma.mcp.server import listen, serve_http, serve_stdio
 
     try:
         program = luma.load(args.program, tool_modules=args.tool_module, config=args.config)
@@ -57,11 +72,30 @@ def mcp_command(argv: Sequence[str]) -> int:
         program.close()
         return EXIT_FAILED
 
+    sock = None
+    if address is not None:
+        host, port = address
+        try:
+            sock = listen(host, port)
+        except OSError as exc:
+            print(f"luma mcp: error: cannot listen on {args.http_text}: "
+                  f"{exc.strerror or exc}", file=sys.stderr)
+            program.close()
+            return EXIT_FAILED
+
     async def serve() -> None:
         try:
-            await serve_stdio(program, args.agent)
+            if sock is None:
+                await serve_stdio(program, args.agent)
+            else:
+                await serve_http(program, args.agent, sock, ready=lambda: print(
+                    f"luma mcp: serving http://{args.http_text}/mcp", file=sys.stderr,
+                    flush=True))
         finally:
             await program.aclose()
 
-    asyncio.run(serve())
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        pass
     return EXIT_OK

@@ -5,8 +5,10 @@ result with ``isError`` and the words a model would get, a protocol mistake a JS
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Mapping
+import socket
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import mcp_types as types
@@ -78,10 +80,43 @@ async def serve_stdio(program: Program, agent: str | None = None) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket of ``--http``; raises ``OSError`` (a port in use, a bad host)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+async def serve_http(program: Program, agent: str | None, sock: socket.socket,
+                     ready: Callable[[], None] | None = None) -> None:
+    """Serve ``program`` over Streamable HTTP at ``/mcp`` on the listening ``sock`` until
+    interrupted; ``ready()`` is called once the server accepts connections."""
+    import uvicorn
+
+    host = sock.getsockname()[0]
+    app = build_server(program, agent).streamable_http_app(host=host)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    task = asyncio.ensure_future(server.serve(sockets=[sock]))
+    while not server.started and not task.done():
+        await asyncio.sleep(0.02)
+    if server.started and ready is not None:
+        ready()
+    await task
+
+
 def _environ() -> Mapping[str, str]:
     import os
 
     return os.environ
 
 
-__all__ = ["tool_annotations", "build_server", "serve_stdio"]
+__all__ = ["build_server", "listen", "serve_http", "serve_stdio", "tool_annotations"]
