@@ -108,9 +108,13 @@ def _object_schema(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     """An MCP ``outputSchema`` is an object: another type is wrapped in ``{"result": …}``."""
     if schema.get("type") == "object":
         return schema, False
-    defs = schema.pop("$defs", None) if "$defs" in schema else None
-    wrapped: dict[str, Any] = {"type": "object", "properties": {RESULT_FIELD: schema},
+    inner = dict(schema)
+    dialect = inner.pop("$schema", None)
+    defs = inner.pop("$defs", None)
+    wrapped: dict[str, Any] = {"type": "object", "properties": {RESULT_FIELD: inner},
                                "required": [RESULT_FIELD], "additionalProperties": False}
+    if dialect is not None:  # the keywords of the root stay at the root
+        wrapped = {"$schema": dialect, **wrapped}
     if defs is not None:
         wrapped["$defs"] = defs
     return wrapped, True
