@@ -370,12 +370,32 @@ class _Flow:
                        response_format=(request.response_format.name
                                         if request.response_format is not None else None))
         started = perf_counter()
+        span = None
+        tracer = self.runtime.tracer
+        if tracer is not None:
+            from luma.runtime import otel
+
+            span = otel.start_chat_span(tracer, self.settings.name, self.settings.provider,
+                                        self.settings.model or self.settings.name)
         try:
             response = await self.provider.complete(request)
         except LumaError as err:
             telemetry.emit("ask.response", **common, latency_ms=_ms(started), outcome=err.code)
+            if span is not None:
+                otel.end_chat_span(span, finish_reason=None, input_tokens=None,
+                                   output_tokens=None, response_model=None,
+                                   error_code=err.code,
+                                   message=self.runtime.secrets.redact(err.message))
+            raise
+        except BaseException:
+            if span is not None:
+                span.end()
             raise
         usage = response.usage
+        if span is not None:
+            otel.end_chat_span(span, finish_reason=response.finish_reason,
+                               input_tokens=usage.input_tokens,
+                               output_tokens=usage.output_tokens, response_model=None)
         telemetry.emit("ask.response", **common, tokens_in=usage.input_tokens,
                        tokens_out=usage.output_tokens, cached_tokens=usage.cached_tokens,
                        reasoning_tokens=usage.reasoning_tokens,

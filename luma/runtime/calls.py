@@ -72,6 +72,7 @@ class ToolHost(Protocol):
     base_dir: str
     concurrency_limits: dict[str, ConcurrencyLimit]
     inline_handler: str | None
+    tracer: Any  # an OpenTelemetry tracer, or None (luma.runtime.otel)
 
     def warn(self, code: str, message: str) -> None: ...
 
@@ -85,6 +86,8 @@ class InterpreterHost(Protocol):
     schemas: SchemaCompiler
     shared: SharedState
     telemetry: Telemetry
+    secrets: SecretRedactor
+    tracer: Any  # an OpenTelemetry tracer, or None (luma.runtime.otel)
 
     def validate(self, schema: dict[str, Any], value: Any, *,
                  soft_rules: bool) -> tuple[Any, list[Violation]]: ...

@@ -69,6 +69,9 @@ class Runtime:
         self.concurrency_limits: dict[str, ConcurrencyLimit] = {}
         # the tool whose sync handler is running on the event loop's thread right now
         self.inline_handler: str | None = None
+        from luma.runtime.otel import active_tracer
+
+        self.tracer: Any = active_tracer()  # before the pipeline, which reads it
         self.pipeline = ToolPipeline(self)
 
     @property

@@ -113,6 +113,20 @@ class Interpreter:
 
     async def _invoke(self, agent: ast.AgentDecl, fn: ast.FnDecl, args: dict[str, Any],
                       depth: int) -> Any:
+        tracer = self.runtime.tracer
+        if tracer is None:
+            return await self._invoke_traced(agent, fn, args, depth)
+        from luma.runtime import otel
+
+        with otel.agent_span(tracer, agent.name, fn.name) as span:
+            try:
+                return await self._invoke_traced(agent, fn, args, depth)
+            except LumaError as err:
+                otel.agent_failed(span, err.code, self.runtime.secrets.redact(err.message))
+                raise
+
+    async def _invoke_traced(self, agent: ast.AgentDecl, fn: ast.FnDecl, args: dict[str, Any],
+                             depth: int) -> Any:
         if depth > MAX_CALL_DEPTH:
             raise LumaError("CALL_DEPTH", f"{agent.name}.{fn.name}: calls nested deeper than "
                             f"{MAX_CALL_DEPTH} levels (unbounded recursion?)")

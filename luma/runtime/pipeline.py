@@ -97,6 +97,13 @@ class ToolPipeline:
         started = perf_counter()
         stats = _Stats(threaded=ctx.mode == "native")
         agent = ctx.agent
+        tracer = self.runtime.tracer
+        if tracer is not None:
+            from luma.runtime.otel import start_tool_span
+
+            tool = self.runtime.tools.get(name)
+            stats.span = start_tool_span(tracer, name, ctx.call_id, tool_settings(tool)
+                                         .side_effects if tool is not None else "unknown")
         try:
             method = ctx.method
             if method is not None and method.open_error is not None:
@@ -411,6 +418,13 @@ class ToolPipeline:
             fields["datasource"] = stats.datasource
             fields["rows"] = stats.rows
         self.runtime.telemetry.emit("tool.call", **fields)
+        if stats.span is not None:
+            from luma.runtime.otel import end_tool_span
+
+            end_tool_span(stats.span, attempts=stats.attempts, cache=stats.cache,
+                          single_flight=stats.shared, replayed=stats.replayed,
+                          error_code=None if outcome == "ok" else outcome,
+                          message=None if err is None else err.message)
 
     # ------------------------------------------------------------------------------ secrets
     def _keep_secret(self, value: str) -> None:
@@ -569,7 +583,7 @@ class _Stats:
     """What one call did, for its telemetry event and the circuit breaker."""
 
     __slots__ = ("attempts", "cache", "shared", "replayed", "counts", "traceback", "threaded",
-                 "datasource", "rows")
+                 "datasource", "rows", "span")
 
     def __init__(self, threaded: bool = False) -> None:
         self.threaded = threaded  # native calls: sync handlers in worker threads, side by side
@@ -581,6 +595,7 @@ class _Stats:
         self.traceback: str | None = None
         self.datasource: str | None = None  # a query's or command's (DATA.md)
         self.rows: int | None = None  # the rows it returned, or a command's rows affected
+        self.span: Any = None  # its OpenTelemetry span (luma.runtime.otel), when tracing
 
 
 # ---------------------------------------------------------------------------------- helpers
