@@ -50,8 +50,8 @@ def test_tools_are_listed_sorted_with_their_schemas_and_annotations() -> None:
             return (await session.list_tools()).tools
 
     tools = {t.name: t for t in run(go())}
-    assert list(tools) == ["audit", "broken", "close_ticket", "count_words", "lookup", "open_ticket",
-                           "slow"]
+    assert list(tools) == ["audit", "broken", "close_ticket", "count_words", "echo", "lookup",
+                           "open_ticket", "slow"]
     count = tools["count_words"]
     assert count.description == "Count the words of a text."
     assert count.input_schema["properties"] == {"text": {"type": "string"}}
@@ -95,6 +95,17 @@ def test_a_failing_handler_is_an_error_result_without_traceback_or_secret() -> N
     assert "Traceback" not in text
     assert "sk-desk-secret-0123456789" not in text
     assert text == "Tool 'broken' failed: the database is down, token [secret]"
+
+
+def test_a_known_secret_in_a_result_reaches_the_client_as_secret() -> None:
+    async def go() -> Any:
+        async with served(env={"DESK_TOKEN": "sk-desk-secret-0123456789"}) as session:
+            return await session.call_tool("echo", {"text": "key sk-desk-secret-0123456789"})
+
+    result = run(go())
+    assert not result.is_error
+    assert result.structured_content == {"text": "key [secret]"}
+    assert result.content[0].text == '{"text": "key [secret]"}'
 
 
 def test_unknown_tool_and_bad_params_are_protocol_errors() -> None:

@@ -61,8 +61,11 @@ def build_server(program: Program, agent: str | None = None,
         except RunError as err:
             text = model_facing_text(err, contract.input_schema if contract.agent_method
                                      is None else None, arguments)
-            return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
-        structured = {RESULT_FIELD: value} if contract.wrapped else value
+            return types.CallToolResult(content=[types.TextContent(text=program.secrets.redact(
+                text))], is_error=True)
+        # what leaves the process: secrets out, as from a tool result sent to a model
+        structured = program.secrets.redact_value(
+            {RESULT_FIELD: value} if contract.wrapped else value)
         text = json.dumps(structured, ensure_ascii=False)
         return types.CallToolResult(content=[types.TextContent(text=text)],
                                     structured_content=structured)

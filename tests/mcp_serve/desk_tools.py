@@ -35,3 +35,7 @@ async def slow(input):
 
 def audit(input):
     return {"words": 0}
+
+
+def echo(input):
+    return {"text": input["text"]}
