@@ -27,15 +27,16 @@ NOT_PERMITTED = ("You are not permitted to use that tool in this context. Contin
 
 
 @asynccontextmanager
-async def served(*options: str, env: dict[str, str] | None = None,
-                 errlog: Any = None) -> AsyncIterator[ClientSession]:
+async def served(*options: str, env: dict[str, str] | None = None, errlog: Any = None,
+                 elicitation: Any = None) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "luma", "mcp", "serve", PROGRAM, "--tool-module", TOOLS, *options],
         env={"PYTHONPATH": os.pathsep.join(sys.path), **(env or {})}, cwd=str(HERE))
     with open(os.devnull, "w") if errlog is None else errlog as log:
         async with stdio_client(params, errlog=log) as (read, write):
-            async with ClientSession(read, write) as session:
+            async with ClientSession(read, write,
+                                     elicitation_callback=elicitation) as session:
                 await session.initialize()
                 yield session
 
@@ -145,6 +146,27 @@ def test_approval_tools_run_only_when_approved_and_a_refusal_names_nothing() -> 
     assert opened.structured_content == {"id": "T-7", "team": "ops"}
     assert closed.is_error
     assert closed.content[0].text == NOT_PERMITTED
+
+
+def test_a_client_with_elicitation_is_asked_to_approve() -> None:
+    asked: list[str] = []
+
+    async def answer(context: Any, params: Any) -> Any:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept",
+                                  content={"approve": "T-1" in params.message})
+
+    async def go() -> Any:
+        async with served("--agent", "Careful", elicitation=answer) as session:
+            yes = await session.call_tool("close_ticket", {"id": "T-1"})
+            no = await session.call_tool("close_ticket", {"id": "T-2"})
+            return yes, no
+
+    yes, no = run(go())
+    assert yes.structured_content == {"id": "T-1", "team": "ops"}
+    assert no.is_error and no.content[0].text == NOT_PERMITTED
+    assert asked == ["Allow the write tool 'close_ticket' to run with {\"id\": \"T-1\"}?",
+                     "Allow the write tool 'close_ticket' to run with {\"id\": \"T-2\"}?"]
 
 
 def test_concurrent_calls_run_at_once() -> None:

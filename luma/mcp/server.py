@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 
 from luma.api import Program, RunError
 from luma.api.tools import RESULT_FIELD, Contract, model_facing_text
-from luma.runtime.policy import approved_tools
+from luma.runtime.policy import _PROMPT_INPUT_LIMIT, approved_tools
 from luma.version import __version__
 
 
@@ -52,8 +52,10 @@ def build_server(program: Program, agent: str | None = None,
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
         arguments = params.arguments if params.arguments is not None else {}
 
-        def approve(tool: str, shown: Any) -> bool:  # no prompt: a person approves by name
-            return tool in approved
+        async def approve(tool: str, shown: Any) -> bool:
+            if tool in approved:
+                return True
+            return await _elicit_approval(ctx, tool, shown)
 
         try:
             value = await program.call_contract(contract, arguments, agent=agent, env=env,
@@ -72,6 +74,30 @@ def build_server(program: Program, agent: str | None = None,
 
     return Server("luma", version=__version__, on_list_tools=list_tools,
                   on_call_tool=call_tool)
+
+
+APPROVAL_SCHEMA: dict[str, Any] = {
+    "type": "object", "properties": {"approve": {"type": "boolean", "title": "Run it"}},
+    "required": ["approve"]}
+
+
+async def _elicit_approval(ctx: Any, tool: str, shown: Any) -> bool:
+    """Ask the person at the client, where it supports elicitation, whether one
+    ``approval``-policy call may run (``shown`` has its secrets replaced). Anything but an
+    accepted ``approve: true`` is a refusal."""
+    session = getattr(ctx, "session", None)
+    capabilities = getattr(session, "client_capabilities", None)
+    if session is None or capabilities is None or capabilities.elicitation is None:
+        return False
+    text = json.dumps(shown, ensure_ascii=False, default=str)
+    if len(text) > _PROMPT_INPUT_LIMIT:
+        text = text[:_PROMPT_INPUT_LIMIT] + "…"
+    try:
+        answer = await session.elicit_form(f"Allow the write tool '{tool}' to run with {text}?",
+                                           APPROVAL_SCHEMA)
+    except MCPError:
+        return False
+    return answer.action == "accept" and (answer.content or {}).get("approve") is True
 
 
 async def serve_stdio(program: Program, agent: str | None = None) -> None:
