@@ -149,9 +149,40 @@ def start(checked: CheckedFile, *, tool_modules: Iterable[str | os.PathLike[str]
     secrets = secrets if secrets is not None else SecretRedactor()
     register_startup_secrets(secrets, program, loaded_config, environ)  # before a module runs
     handlers, limits, bridges = _handlers(program, program_path, modules, loaded_config, tools)
+    served, offered, mcp_hosts = _mcp_handlers(program, loaded_config, program_path, handlers)
+    try:
+        return _start_with_handlers(checked, program, program_path, loaded_config, handlers,
+                                    served, offered, mcp_hosts, limits, bridges, environ,
+                                    secrets, trace_path, record_path, replay_path,
+                                    before_open=before_open, model=model, env=env,
+                                    approve=approve, stderr=stderr, verbose=verbose,
+                                    interactive=interactive, script=script)
+    except BaseException:
+        for host in mcp_hosts:
+            host.close()
+        raise
+
+
+def _start_with_handlers(checked: CheckedFile, program: Any, program_path: Path,
+                         loaded_config: Any, handlers: dict[str, Any], served: dict[str, Any],
+                         offered: list[str], mcp_hosts: list[Any], limits: Any, bridges: Any,
+                         environ: Mapping[str, str], secrets: SecretRedactor,
+                         trace_path: str | None, record_path: str | None,
+                         replay_path: str | None, *, before_open: Callable[[], None] | None,
+                         model: str | None, env: Mapping[str, str] | None,
+                         approve: ApproveCallback | None, stderr: IO[str] | None,
+                         verbose: bool, interactive: bool | None,
+                         script: list[Any] | None) -> Program:
+    from luma.runtime.shared import SharedState
+
+    handlers.update(served)
     missing = [t.name for t in program.tools if t.kind == "tool" and t.name not in handlers]
     if missing:
-        raise StartError([f"'{name}' is not registered in the tool registry." for name in missing])
+        from luma.syntax.diagnostics import did_you_mean
+
+        hints = {name: did_you_mean(name, offered) if offered else None for name in missing}
+        raise StartError([f"'{name}' is not registered in the tool registry."
+                          + (f" ({hints[name]})" if hints[name] else "") for name in missing])
     bridged = [t for t in program.tools if t.kind != "tool" and t.name in handlers]
     if bridged:
         raise StartError([f"'{t.name}' is a {t.kind}: its handler is the bridge of its "
@@ -180,7 +211,8 @@ def start(checked: CheckedFile, *, tool_modules: Iterable[str | os.PathLike[str]
                          shared=shared, ask_setup=ask_setup, secrets=secrets, env=env,
                          approve=approve, trace=shared_trace, stderr=stderr, verbose=verbose,
                          base_dir=base_dir, interactive=interactive,
-                         replaying=replay_path is not None, datasources=data)
+                         replaying=replay_path is not None, datasources=data,
+                         mcp_hosts=mcp_hosts)
         result.open_stores()
     except LumaError as exc:
         if shared_trace is not None:
@@ -275,6 +307,17 @@ def _handlers(program: Any, program_path: Path, modules: list[str], config: Any,
     if problems:
         raise StartError(problems)
     return handlers, loaded.limits, dict(loaded.registry.datasources)
+
+
+def _mcp_handlers(program: Any, config: Any, program_path: Path, handled: dict[str, Any]
+                  ) -> tuple[dict[str, Any], list[str], list[Any]]:
+    """The handlers of the config's MCP servers (``{"mcp": …}`` entries of ``tool_modules``)
+    and the tool names they offer."""
+    if config is None or not config.mcp_servers():
+        return {}, [], []
+    from luma.runtime.mcp_host import open_mcp_servers
+
+    return open_mcp_servers(program, config, str(program_path.resolve().parent), handled)
 
 
 def _ask_setup(program: Any, config: Any, base_dir: str, secrets: SecretRedactor,

@@ -64,7 +64,7 @@ class Program:
                  env: Mapping[str, str] | None, approve: ApproveCallback | None,
                  trace: SharedTrace | None, stderr: IO[str] | None, verbose: bool,
                  base_dir: str, interactive: bool | None, replaying: bool,
-                 datasources: Any = None) -> None:
+                 datasources: Any = None, mcp_hosts: list[Any] | None = None) -> None:
         assert checked.program is not None
         self._checked = checked
         self._program = checked.program
@@ -84,6 +84,7 @@ class Program:
         self._interactive = interactive
         self._replaying = replaying
         self._datasources = datasources  # luma.data.bridges.Datasources: their pools
+        self._mcp_hosts = mcp_hosts or []  # luma.runtime.mcp_host.McpServerHost: servers
         self._closed = False
         self._adapters: dict[Any, Any] = {}
         self._adapters_lock = threading.Lock()
@@ -226,6 +227,8 @@ class Program:
     def _close_datasources(self) -> None:
         if self._datasources is not None:
             self._datasources.close()  # cancels what still runs on the database, then closes
+        for host in self._mcp_hosts:
+            host.close()  # the MCP servers Luma started
 
     def close(self) -> None:
         """:meth:`aclose` for code without a running event loop."""

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     PrivateAttr,
+    Tag,
     ValidationError,
     field_validator,
     model_validator,
@@ -49,6 +51,33 @@ class ToolModuleManifest(_Strict):
         if v is not None and not v.startswith("sha256-"):
             raise ValueError("must look like 'sha256-<base64 of the file's sha256>'")
         return v
+
+
+class McpServer(_Strict):
+    """An MCP server whose tools implement the program's tools: a ``command`` Luma starts
+    (stdio), with extra ``env``; ``names`` maps a program tool's name to the server's."""
+
+    command: list[str] = Field(min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    names: dict[str, str] = Field(default_factory=dict)
+
+
+class McpToolModule(_Strict):
+    mcp: McpServer
+
+
+def _module_kind(value: Any) -> str:
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, dict) and "mcp" in value:
+        return "McpToolModule"
+    return "ToolModuleManifest"
+
+
+ToolModuleEntry = Annotated[Union[Annotated[str, Tag("str")],
+                                  Annotated[ToolModuleManifest, Tag("ToolModuleManifest")],
+                                  Annotated[McpToolModule, Tag("McpToolModule")]],
+                            Discriminator(_module_kind)]
 
 
 class ToolModulePolicy(_Strict):
@@ -105,7 +134,7 @@ class DatasourceConfig(_Strict):
 
 
 class LumaConfig(_Strict):
-    tool_modules: list[str | ToolModuleManifest] = Field(default_factory=list)
+    tool_modules: list[ToolModuleEntry] = Field(default_factory=list)
     tool_module_policy: ToolModulePolicy | None = None
     tool_contexts: dict[str, dict[str, ContextField]] = Field(default_factory=dict)
     idempotency_store: IdempotencyStoreConfig = Field(default_factory=IdempotencyStoreConfig)
@@ -121,12 +150,19 @@ class LumaConfig(_Strict):
 
     def module_manifests(self) -> list[ToolModuleManifest]:
         """``tool_modules`` with the short form expanded."""
-        return [ToolModuleManifest(path=m) if isinstance(m, str) else m for m in self.tool_modules]
+        return [ToolModuleManifest(path=m) if isinstance(m, str) else m for m in self.tool_modules
+                if not isinstance(m, McpToolModule)]
+
+    def mcp_servers(self) -> list[tuple[int, McpServer]]:
+        """The ``{"mcp": …}`` entries of ``tool_modules``, with their index."""
+        return [(i, m.mcp) for i, m in enumerate(self.tool_modules)
+                if isinstance(m, McpToolModule)]
 
 
 _ALLOWED_KEYS: dict[str, tuple[str, ...]] = {
     "": tuple(LumaConfig.model_fields),
     "tool_modules[]": tuple(ToolModuleManifest.model_fields),
+    "tool_modules[].mcp": tuple(McpServer.model_fields),
     "tool_module_policy": tuple(ToolModulePolicy.model_fields),
     "idempotency_store": tuple(IdempotencyStoreConfig.model_fields),
     "tool_contexts.*.*": tuple(ContextField.model_fields),
@@ -140,7 +176,7 @@ def _key_path(loc: tuple[Any, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("str", "ToolModuleManifest") or str(part).startswith(("literal[", "function-")):
+        elif part in ("str", "ToolModuleManifest", "McpToolModule") or str(part).startswith(("literal[", "function-")):
             continue  # union branch names pydantic adds to the location
         else:
             out += f".{part}" if out else str(part)
@@ -148,11 +184,12 @@ def _key_path(loc: tuple[Any, ...]) -> str:
 
 
 def _shape(loc: tuple[Any, ...]) -> str:
-    parts = [p for p in loc if p not in ("str", "ToolModuleManifest")]
+    parts = [p for p in loc if p not in ("str", "ToolModuleManifest", "McpToolModule")]
     if not parts:
         return ""
     if parts[0] == "tool_modules":
-        return "tool_modules[]"
+        return "tool_modules[].mcp" if len(parts) >= 3 and parts[2] == "mcp" else \
+            "tool_modules[]"
     if parts[0] == "tool_contexts":
         return "tool_contexts.*.*"
     if parts[0] == "datasources":

@@ -1,0 +1,109 @@
+"""MCP servers as tool implementations: contracts in tests/mcp_serve/clock.luma, their
+implementation on tests/mcp_serve/clock_server.py (written with the official SDK, started over
+stdio by Luma), every call through the tool pipeline."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import luma
+
+HERE = Path(__file__).parent / "mcp_serve"
+SERVER = {"mcp": {"command": [sys.executable, str(HERE / "clock_server.py")]}}
+
+
+def load(source: str | None = None, **server: Any) -> luma.Program:
+    config = {"tool_modules": [{"mcp": {**SERVER["mcp"], **server}}]}
+    if source is None:
+        return luma.load(HERE / "clock.luma", config=config)
+    return luma.loads(source, path=str(HERE / "inline.luma"), config=config)
+
+
+def call(program: luma.Program, tool: str, arguments: dict[str, Any]) -> Any:
+    contract = next(c for c in program.contracts("Clock") if c.name == tool)
+    return program._sync(program.call_contract(contract, arguments, agent="Clock"))
+
+
+def test_structured_content_and_json_text_come_back_validated() -> None:
+    with load() as program:
+        assert call(program, "get_current_time", {"timezone": "UTC"}) == {
+            "timezone": "UTC", "datetime": "2026-12-01T12:00:00+00:00"}
+        assert call(program, "add", {"a": 2, "b": 3}) == {"sum": 5}
+
+
+def test_a_server_error_is_tool_failed_with_its_text() -> None:
+    with load() as program, pytest.raises(luma.RunError) as failed:
+        call(program, "get_current_time", {"timezone": "Mars/Olympus"})
+    assert failed.value.code == "TOOL_FAILED"
+    assert failed.value.message == ("Tool 'get_current_time' failed: Invalid timezone: "
+                                    "Mars/Olympus")
+
+
+def test_output_that_breaks_the_contract_is_tool_output_invalid() -> None:
+    with load() as program, pytest.raises(luma.RunError) as invalid:
+        call(program, "wrong", {"x": "y"})
+    assert invalid.value.code == "TOOL_OUTPUT_INVALID"
+    assert "sum" in invalid.value.message
+
+
+def test_input_is_validated_before_the_server_sees_it() -> None:
+    with load() as program, pytest.raises(luma.RunError) as invalid:
+        call(program, "add", {"a": "two", "b": 3})
+    assert invalid.value.code == "TOOL_INPUT_INVALID"
+
+
+def test_a_crashed_server_is_started_again_once(tmp_path: Path) -> None:
+    mark = tmp_path / "crashed"
+    with load() as program:
+        assert call(program, "crash", {"mark": str(mark)}) == {"sum": 1}
+    assert mark.read_text() == "crashed once\n"
+
+
+def test_the_contracts_timeout_cancels_the_request() -> None:
+    with load() as program:
+        with pytest.raises(luma.RunError) as late:
+            call(program, "nap", {"ms": 2000})
+        assert late.value.code == "TOOL_TIMEOUT"
+        assert late.value.message == "Tool 'nap' timed out after 300 ms."
+        assert call(program, "nap", {"ms": 10}) == {"sum": 10}  # the server goes on
+
+
+def test_a_tool_the_server_lacks_is_unregistered_with_a_did_you_mean() -> None:
+    source = ('schema T {\n  timezone: string\n  datetime: string\n}\n'
+              'tool get_time(timezone: string) -> T {\n  side_effects: "read"\n}\n'
+              'agent Clock {\n  tools: [get_time]\n}\n')
+    with pytest.raises(luma.LoadError) as missing:
+        load(source)
+    assert missing.value.problems == [
+        "'get_time' is not registered in the tool registry. (did you mean "
+        "'get_current_time'?)"]
+    with load(source, names={"get_time": "get_current_time"}) as program:
+        assert program.call_sync is not None
+        contract = program.contracts("Clock")[0]
+        assert program._sync(program.call_contract(contract, {"timezone": "UTC"}))[
+            "timezone"] == "UTC"
+
+
+def test_parameters_that_disagree_are_start_errors_naming_tool_field_and_types() -> None:
+    source = ('schema S {\n  sum: int\n}\n'
+              'tool add(a: string, c: int) -> S {\n  side_effects: "none"\n}\n'
+              'agent Clock {\n  tools: [add]\n}\n')
+    with pytest.raises(luma.LoadError) as bad:
+        load(source)
+    assert bad.value.problems == [
+        "Tool 'add': parameter 'a' is string in the contract and integer on the MCP server",
+        "Tool 'add': the MCP server does not accept the parameter 'c' (integer)",
+        "Tool 'add': the MCP server requires the parameter 'b' (integer), which the contract "
+        "does not declare"]
+
+
+def test_a_server_that_does_not_start_is_a_start_error(tmp_path: Path) -> None:
+    with pytest.raises(luma.LoadError) as bad:
+        luma.load(HERE / "clock.luma",
+                  config={"tool_modules": [{"mcp": {"command": [str(tmp_path / "nothing")]}}]})
+    assert bad.value.problems[0].startswith(
+        f"tool_modules[0]: the MCP server {tmp_path / 'nothing'} did not answer: ")
