@@ -107,3 +107,19 @@ def test_a_server_that_does_not_start_is_a_start_error(tmp_path: Path) -> None:
                   config={"tool_modules": [{"mcp": {"command": [str(tmp_path / "nothing")]}}]})
     assert bad.value.problems[0].startswith(
         f"tool_modules[0]: the MCP server {tmp_path / 'nothing'} did not answer: ")
+
+
+def test_a_write_call_the_server_died_under_is_not_sent_again(tmp_path: Path) -> None:
+    source = ('schema Sum {\n  sum: int\n}\n'
+              'tool record(mark: string) -> Sum {\n  side_effects: "write"\n}\n'
+              'agent Clock {\n  tools: [record]\n}\n')
+    mark = tmp_path / "crashed"
+    with load(source, names={"record": "crash"}) as program:
+        with pytest.raises(luma.RunError) as failed:
+            call(program, "record", {"mark": str(mark)})
+        assert failed.value.code == "TOOL_FAILED"
+        assert failed.value.message == (
+            f"Tool 'record' failed: the MCP server {sys.executable} "
+            f"{HERE / 'clock_server.py'} stopped during the call (it is started again for "
+            "the next call)")
+        assert call(program, "record", {"mark": str(mark)}) == {"sum": 1}

@@ -86,13 +86,15 @@ class McpServerHost:
         self._holder = asyncio.ensure_future(hold())
         self.session = await ready
 
-    async def call(self, server_tool: str, arguments: dict[str, Any]) -> Any:
-        """One ``tools/call`` from any event loop; cancelling it cancels the MCP request."""
-        future = asyncio.run_coroutine_threadsafe(self._call(server_tool, arguments),
+    async def call(self, server_tool: str, arguments: dict[str, Any], resend: bool) -> Any:
+        """One ``tools/call`` from any event loop; cancelling it cancels the MCP request.
+        ``resend``: a call the server died under is sent again after the restart (not for a
+        write tool: the server may have done it)."""
+        future = asyncio.run_coroutine_threadsafe(self._call(server_tool, arguments, resend),
                                                   self.loop)
         return await asyncio.wrap_future(future)
 
-    async def _call(self, server_tool: str, arguments: dict[str, Any]) -> Any:
+    async def _call(self, server_tool: str, arguments: dict[str, Any], resend: bool) -> Any:
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED
 
@@ -109,11 +111,13 @@ class McpServerHost:
                 if exc.code == CONNECTION_CLOSED:  # the server went away under the call
                     if self._stop is not None:
                         self._stop.set()
-                    if attempt == 1:
-                        await self._ended()
+                    await self._ended()
+                    if attempt == 1 and resend:
                         continue  # started again once
-                    raise McpToolError(f"the MCP server {' '.join(self.command)} stopped "
-                                       "again after a restart") from None
+                    raise McpToolError(
+                        f"the MCP server {' '.join(self.command)} stopped during the call"
+                        + (" (it is started again for the next call)" if attempt == 1 else
+                           " again after a restart")) from None
                 raise McpToolError(exc.message) from None
             except (OSError, EOFError, ConnectionError) as exc:
                 if attempt == 2:
@@ -184,6 +188,7 @@ def open_mcp_servers(program: Any, config: Any, base_dir: str, handled: Mapping[
     except ImportError:
         raise StartError(["tool_modules: an MCP server entry needs the MCP extra: "
                           "pip install 'luma[mcp]'"]) from None
+    from luma.runtime.settings import tool_settings
     from luma.schema.compile import SchemaCompiler, tool_input_name
 
     schemas = SchemaCompiler(program)
@@ -213,7 +218,8 @@ def open_mcp_servers(program: Any, config: Any, base_dir: str, handled: Mapping[
                 continue
             problems.extend(_disagreements(name, schemas.standalone(tool_input_name(name)),
                                            spec.input_schema or {}))
-            handlers[name] = _handler(host, server_name)
+            handlers[name] = _handler(host, server_name,
+                                      tool_settings(tool).side_effects != "write")
     if problems:
         for host in hosts:
             host.close()
@@ -221,9 +227,9 @@ def open_mcp_servers(program: Any, config: Any, base_dir: str, handled: Mapping[
     return handlers, names, hosts
 
 
-def _handler(host: McpServerHost, server_tool: str) -> Any:
+def _handler(host: McpServerHost, server_tool: str, resend: bool) -> Any:
     async def handler(input: dict[str, Any]) -> Any:
-        return await host.call(server_tool, input)
+        return await host.call(server_tool, input, resend)
 
     handler.__name__ = server_tool
     return handler
