@@ -123,3 +123,23 @@ def test_a_write_call_the_server_died_under_is_not_sent_again(tmp_path: Path) ->
             f"{HERE / 'clock_server.py'} stopped during the call (it is started again for "
             "the next call)")
         assert call(program, "record", {"mark": str(mark)}) == {"sum": 1}
+
+
+def test_luma_check_accepts_mcp_entries_and_leaves_their_tools_to_the_start(
+        tmp_path: Path) -> None:
+    import json
+    import subprocess
+
+    (tmp_path / "p.luma").write_text(
+        'schema Sum {\n  sum: int\n}\n'
+        'tool add(a: int, b: int) -> Sum {\n  side_effects: "none"\n}\n'
+        'r = tool add({ a: 2, b: 40 })\nr.sum\n')
+    (tmp_path / "t.py").write_text("def other(input):\n    return {}\n")
+    (tmp_path / "luma.config.json").write_text(json.dumps(
+        {"tool_modules": ["t.py", SERVER]}))
+    checked = subprocess.run([sys.executable, "-m", "luma", "check", "p.luma"],
+                             capture_output=True, text=True, cwd=tmp_path)
+    assert (checked.returncode, checked.stderr) == (0, "checked 1 file: no problems\n")
+    ran = subprocess.run([sys.executable, "-m", "luma", "p.luma"], capture_output=True,
+                         text=True, cwd=tmp_path, stdin=subprocess.DEVNULL)
+    assert (ran.returncode, ran.stdout, ran.stderr) == (0, "42\n", "")

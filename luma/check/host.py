@@ -43,6 +43,7 @@ class _Config:
     policy: Any  # its tool_module_policy
     contexts: dict[str, dict[str, Any]]  # its tool_contexts: context → field → ContextField
     datasources: tuple[tuple[str, Span], ...] = ()  # its datasources entries, where written
+    mcp_servers: bool = False  # it has {"mcp": ...} entries: tools a run finds on a server
 
 
 @dataclass(slots=True)
@@ -73,12 +74,14 @@ class HostCheck:
         project = Path(program_path).resolve().parent
         config_path = self.config_of(program_path)
         configured: list[_ConfigEntry] = []
+        served = False  # an MCP server may implement a tool no module has (checked at start)
         if config_path is not None:
             config = self._config(config_path, out)
             if config is None:
                 return out  # the config is broken (reported): which handlers exist is unknown
             out += _context_problems(program, config)
             out += _datasource_problems(program, config)
+            served = config.mcp_servers
             configured = [_ConfigEntry(written, project / written, key, span, manifest,
                                        config.policy)
                           for written, key, span, manifest in config.entries]
@@ -105,8 +108,9 @@ class HostCheck:
                 complete = False
                 self._report(out, "E041", exc.message, self._span_at(exc.path, exc.line),
                              hint="each tool name may be registered by one tool module only")
-        if not complete:
-            # A module that failed would make every one of its tools look unregistered.
+        if not complete or served:
+            # A module that failed would make every one of its tools look unregistered; a tool
+            # no module has may be on an MCP server, which only a run starts.
             return out
         for tool in program.tools:
             if tool.kind == "tool" and tool.name not in registry:
@@ -183,7 +187,8 @@ class HostCheck:
             [(e.written, e.key, self._entry_span(source, e.written),
               manifests[i] if i < len(manifests) else None) for i, e in enumerate(entries)],
             parsed.tool_module_policy, dict(parsed.tool_contexts),
-            tuple((name, self._entry_span(source, name)) for name in parsed.datasources))
+            tuple((name, self._entry_span(source, name)) for name in parsed.datasources),
+            bool(parsed.mcp_servers()))
         self._configs[key] = result
         return result
 

@@ -323,6 +323,8 @@ def config_tool_modules(config_path: str | Path) -> list[ConfigModuleEntry]:
     entries = []
     for i, entry in enumerate(modules):
         key = f"tool_modules[{i}]"
+        if isinstance(entry, dict) and "mcp" in entry:
+            continue  # an MCP server: started by a run, not read here
         written = entry.get("path") if isinstance(entry, dict) else entry
         if not isinstance(written, str) or not written:
             what = f"{key}.path" if isinstance(entry, dict) else key
