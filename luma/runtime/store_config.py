@@ -20,14 +20,39 @@ from luma.runtime.stores import (
 def open_idempotency_store(backend: str = "memory", path: str | None = None,
                            encryption: str | None = None, *, base_dir: str | os.PathLike[str],
                            environ: Mapping[str, str] | None = None,
-                           warn: Warn | None = None) -> IdempotencyStore:
+                           warn: Warn | None = None, url_env: str | None = None,
+                           table: str | None = None,
+                           lease_ms: int | None = None) -> IdempotencyStore:
     """The store an ``idempotency_store`` config block describes (RUNTIME.md §2, §5).
 
     ``path`` is relative to ``base_dir`` (the program's folder) and defaults to
     ``.luma-idempotency.json``; a relative path may not lead out of that folder (symbolic links
     followed), an absolute one may point anywhere. Raises :class:`StoreStartupError` when the
-    store cannot be used.
+    store cannot be used. ``url_env`` names the environment variable that holds a postgres
+    server's URL (a secret: only its name is ever shown).
     """
+    shared_only = [name for name, value in (("url", url_env), ("table", table),
+                                             ("lease_ms", lease_ms)) if value is not None]
+    if backend in ("memory", "file") and shared_only:
+        raise StoreStartupError(
+            f'idempotency_store.{shared_only[0]} applies only to the "postgres" backend.')
+    if backend == "postgres":
+        if path is not None:
+            raise StoreStartupError(
+                'idempotency_store.path applies only to the "file" backend; the postgres '
+                'backend takes "url": {"env": "NAME"}.')
+        if url_env is None:
+            raise StoreStartupError(
+                'idempotency_store.backend "postgres" needs "url": {"env": "NAME"}, the '
+                "environment variable that holds the server's URL.")
+        url = (os.environ if environ is None else environ).get(url_env, "")
+        if not url:
+            raise StoreStartupError(
+                f"idempotency_store.url: the environment variable {url_env} is not set.")
+        from luma.runtime.postgres_store import PostgresIdempotencyStore
+
+        return PostgresIdempotencyStore(url, table=table, encryption=encryption,
+                                        lease_ms=lease_ms, environ=environ, warn=warn)
     if backend == "memory":
         if path is not None or encryption is not None:
             field = "path" if path is not None else "encryption"
@@ -46,4 +71,5 @@ def open_idempotency_store(backend: str = "memory", path: str | None = None,
                     "program's folder; give an absolute path to keep the store elsewhere.")
         return FileIdempotencyStore(full, encryption=encryption, environ=environ, warn=warn)
     raise StoreStartupError(
-        f'idempotency_store.backend must be "memory" or "file", not "{backend}".')
+        f'idempotency_store.backend must be "memory", "file" or "postgres", '
+        f'not "{backend}".')
