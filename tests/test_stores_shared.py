@@ -1,18 +1,22 @@
 """The shared idempotency stores against real servers and real processes (RUNTIME.md §5).
 
-PostgreSQL is ``LUMA_TEST_POSTGRES_URL`` (default: the server ``compose.yaml`` starts). Each test
-works in a table of its own, dropped afterwards. Worker processes are
+PostgreSQL is ``LUMA_TEST_POSTGRES_URL`` and Redis ``LUMA_TEST_REDIS_URL`` (defaults: the servers
+``compose.yaml`` starts). Each test works in a table or a key prefix of its own, removed
+afterwards. Worker processes are
 ``tests/stores/shared_worker.py`` started with this interpreter; see its docstring.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections import Counter
@@ -20,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import pytest
 
@@ -31,6 +35,7 @@ from luma.runtime.stores import IdempotencyOutcome, IdempotencyStore, StoreError
 WORKER = Path(__file__).parent / "stores" / "shared_worker.py"
 SECRET = "a-long-and-secure-key"
 PG_URL = os.environ.get("LUMA_TEST_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("LUMA_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
 @dataclass
@@ -44,33 +49,44 @@ class Server:
 
     def open(self, *, lease_ms: int | None = None, encrypted: bool = False,
              secret: str = SECRET, warnings: list[str] | None = None) -> IdempotencyStore:
-        extra: dict[str, Any] = {"table": self.where}
+        extra: dict[str, Any] = {"table" if self.backend == "postgres" else "prefix":
+                                 self.where}
         return open_idempotency_store(
             self.backend, encryption="aes-256-gcm" if encrypted else None, base_dir=".",
             url_env="STORE_URL", lease_ms=lease_ms,
             environ={"STORE_URL": self.url, "LUMA_IDEMPOTENCY_KEY": secret},
             warn=None if warnings is None else warnings.append, **extra)
 
+    @property
+    def shown(self) -> str:
+        """How the store names itself in messages."""
+        if self.backend == "postgres":
+            return f"postgres table '{self.where}'"
+        return f"redis prefix '{self.where}'"
+
     def raw(self) -> str:
         """Everything the server holds for this test, as text."""
+        if self.backend == "redis":
+            import redis
+
+            client = redis.Redis.from_url(REDIS_URL)
+            return repr({name: client.get(name) for name in client.scan_iter(f"{self.where}*")})
         import psycopg
 
         with psycopg.connect(PG_URL, autocommit=True) as conn:
             rows = conn.execute(f'SELECT * FROM "{self.where}"').fetchall()
         return repr(rows)
 
-    def drop_connections(self) -> int:
-        """Kill the server side of every connection the stores of this test opened."""
-        import psycopg
 
-        with psycopg.connect(PG_URL, autocommit=True) as conn:
-            rows = conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                                "WHERE application_name = %s", (self.app_name,)).fetchall()
-        return len(rows)
+@pytest.fixture(params=["postgres", "redis"])
+def server(request: pytest.FixtureRequest) -> Iterator[Server]:
+    if request.param == "redis":
+        yield from redis_server()
+    else:
+        yield from postgres_server()
 
 
-@pytest.fixture
-def server() -> Iterator[Server]:
+def postgres_server() -> Iterator[Server]:
     import psycopg
 
     try:
@@ -87,6 +103,27 @@ def server() -> Iterator[Server]:
         yield found
     finally:
         admin.execute(f'DROP TABLE IF EXISTS "{table}"')
+        admin.close()
+
+
+def redis_server() -> Iterator[Server]:
+    import redis
+
+    admin = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=5)
+    try:
+        admin.ping()
+    except redis.RedisError as exc:
+        pytest.fail(f"no Redis server answers at {REDIS_URL} ({exc}): start one with "
+                    "`docker compose up -d`, or point LUMA_TEST_REDIS_URL at one", pytrace=False)
+    prefix = f"luma-test:{uuid.uuid4().hex[:12]}:"
+    found = Server("redis", "", prefix)
+    joiner = "&" if "?" in REDIS_URL else "?"
+    found.url = f"{REDIS_URL}{joiner}client_name={found.app_name}"
+    try:
+        yield found
+    finally:
+        for name in admin.scan_iter(f"{prefix}*"):
+            admin.delete(name)
         admin.close()
 
 
@@ -238,14 +275,74 @@ def test_a_waiter_gets_the_holders_result(server: Server) -> None:
     assert second == IdempotencyOutcome({"from": "holder"}, replayed=True)
 
 
-def test_a_dropped_connection_fails_the_calls_in_flight_and_the_next_ones_recover(
+class Proxy:
+    """A TCP relay on 127.0.0.1 to the server: stopping it is, for the store, the server going
+    away (every open connection drops, new ones are refused); starting it again on the same
+    port is the server coming back."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.port = 0
+        self._listener: socket.socket | None = None
+        self._open: list[socket.socket] = []
+
+    def start(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        self.port = listener.getsockname()[1]
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            self._open += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                with contextlib.suppress(OSError):
+                    end.shutdown(socket.SHUT_RDWR)
+
+    def stop(self) -> None:
+        assert self._listener is not None
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread
+        self._listener.close()
+        for end in self._open:
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+            end.close()
+        self._open.clear()
+
+
+def test_a_server_restart_fails_the_calls_in_flight_and_the_next_ones_recover(
         server: Server) -> None:
+    parts = urlsplit(server.url)
+    proxy = Proxy((parts.hostname or "127.0.0.1", parts.port or 0))
+    proxy.start()
+    user = f"{parts.username}@" if parts.username else ""
+    server.url = urlunsplit(parts._replace(netloc=f"{user}127.0.0.1:{proxy.port}"))
     store = server.open()
     assert run(store, "r-1", {"n": 1}).replayed is False
 
     async def in_flight() -> IdempotencyOutcome:
         async def compute() -> Any:
-            assert await asyncio.to_thread(server.drop_connections) >= 1
+            proxy.stop()  # the server goes away while the handler runs
             return {"n": 2}
 
         return await store.run_once("db_write", "r-2", fingerprint("r-2"), 60_000, compute)
@@ -253,25 +350,41 @@ def test_a_dropped_connection_fails_the_calls_in_flight_and_the_next_ones_recove
     with pytest.raises(StoreError) as caught:
         asyncio.run(in_flight())
     assert caught.value.code == "TOOL_IDEMPOTENCY_STORE_FAILED"
-    assert caught.value.retryable is False
+    assert caught.value.retryable is False  # the tool ran: running it again repeats it
     message = caught.value.message
     assert message.startswith(
         "Tool 'db_write' ran for idempotency key 'r-2', but its result was not recorded: "
-        f"idempotency store postgres table '{server.where}' cannot be used: ")
+        f"idempotency store {server.shown} cannot be used: ")
     assert message.endswith(". A later call with this key will run the tool again.")
     assert "\n" not in message
-    # the next calls reconnect
-    assert run(store, "r-1", {"n": 9}) == IdempotencyOutcome({"n": 1}, replayed=True)
-    assert run(store, "r-3", {"n": 3}) == IdempotencyOutcome({"n": 3}, replayed=False)
-
-
-def test_a_server_that_does_not_answer_is_a_start_error() -> None:
-    with pytest.raises(StoreStartupError) as caught:
-        open_idempotency_store("postgres", base_dir=".", url_env="STORE_URL",
-                               environ={"STORE_URL": "postgresql://u:hunter2@127.0.0.1:9/x"})
+    # while it is away, a call fails before its handler runs, and says so (retryable)
+    with pytest.raises(StoreError) as caught:
+        run(store, "r-3", {"n": 3})
+    assert caught.value.retryable is True
     assert caught.value.message.startswith(
-        "Idempotency store postgres table 'luma_idempotency' cannot be used: ")
+        f"Tool 'db_write' did not run for idempotency key 'r-3': idempotency store "
+        f"{server.shown} cannot be used: ")
+    proxy.start()  # back on the same port: the next calls reconnect
+    try:
+        assert run(store, "r-1", {"n": 9}) == IdempotencyOutcome({"n": 1}, replayed=True)
+        assert run(store, "r-3", {"n": 3}) == IdempotencyOutcome({"n": 3}, replayed=False)
+    finally:
+        proxy.stop()
+
+
+@pytest.mark.parametrize(("backend", "url", "shown"), [
+    ("postgres", "postgresql://u:hunter2@127.0.0.1:9/x", "postgres table 'luma_idempotency'"),
+    ("redis", "redis://u:hunter2@127.0.0.1:9/0", "redis prefix 'luma:idem:'"),
+])
+def test_a_server_that_does_not_answer_is_a_start_error(backend: str, url: str,
+                                                        shown: str) -> None:
+    with pytest.raises(StoreStartupError) as caught:
+        open_idempotency_store(backend, base_dir=".", url_env="STORE_URL",
+                               environ={"STORE_URL": url})
+    assert caught.value.code == "IDEMPOTENCY_STORE_UNAVAILABLE"
+    assert caught.value.message.startswith(f"Idempotency store {shown} cannot be used: ")
     assert "hunter2" not in caught.value.message
+    assert "\n" not in caught.value.message
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
@@ -284,6 +397,15 @@ def test_a_server_that_does_not_answer_is_a_start_error() -> None:
      "optionally 'schema.table')."),
     ({"backend": "file", "table": "t"},
      'idempotency_store.table applies only to the "postgres" backend.'),
+    ({"backend": "memory", "url_env": "STORE_URL"},
+     'idempotency_store.url applies only to the "postgres" and "redis" backends.'),
+    ({"backend": "redis", "url_env": "STORE_URL", "table": "t"},
+     'idempotency_store.table does not apply to the "redis" backend.'),
+    ({"backend": "redis", "url_env": "STORE_URL", "prefix": "has space"},
+     'idempotency_store.prefix "has space" must be 1 to 200 printable characters without '
+     "spaces."),
+    ({"backend": "redis", "url_env": "STORE_URL", "lease_ms": 5},
+     "idempotency_store.lease_ms must be at least 100, got 5."),
 ])
 def test_config_mistakes_are_start_errors(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(StoreStartupError) as caught:
@@ -303,5 +425,5 @@ def test_encryption_leaves_no_input_or_result_in_clear_text(server: Server) -> N
     with pytest.raises(StoreStartupError) as caught:
         server.open(encrypted=True, secret="another-key")
     assert caught.value.message == (
-        f"Idempotency store postgres table '{server.where}' cannot be decrypted: "
+        f"Idempotency store {server.shown} cannot be decrypted: "
         "LUMA_IDEMPOTENCY_KEY is not the key it was written with.")

@@ -70,11 +70,12 @@ class EnvReference(_Strict):
 
 
 class IdempotencyStoreConfig(_Strict):
-    backend: Literal["memory", "file", "postgres"] = "memory"
+    backend: Literal["memory", "file", "postgres", "redis"] = "memory"
     path: str | None = None
     encryption: Literal["aes-256-gcm"] | None = None
-    url: EnvReference | None = None  # postgres: the variable that holds the server's URL
-    table: str | None = None
+    url: EnvReference | None = None  # postgres, redis: the variable that holds the URL
+    table: str | None = None  # postgres
+    prefix: str | None = None  # redis
     lease_ms: int | None = Field(default=None, ge=100)
 
 

@@ -527,7 +527,8 @@ class ToolPipeline:
                 environ=runtime.env, warn=lambda message: runtime.warn("IDEMPOTENCY_STORE",
                                                                        message),
                 url_env=getattr(getattr(config, "url", None), "env", None),
-                table=getattr(config, "table", None), lease_ms=getattr(config, "lease_ms", None))
+                table=getattr(config, "table", None), prefix=getattr(config, "prefix", None),
+                lease_ms=getattr(config, "lease_ms", None))
         except StoreError as err:
             raise LumaError(err.code, err.message) from None
 
