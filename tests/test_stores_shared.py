@@ -427,3 +427,42 @@ def test_encryption_leaves_no_input_or_result_in_clear_text(server: Server) -> N
     assert caught.value.message == (
         f"Idempotency store {server.shown} cannot be decrypted: "
         "LUMA_IDEMPOTENCY_KEY is not the key it was written with.")
+
+
+SAVE = """\
+    schema Saved { id: string }
+    tool save(request_id: string) -> Saved {
+      description: "Save once per request id."
+      side_effects: "write"
+      idempotent: true
+      idempotency_key: request_id
+    }
+    tool save({ request_id: "r-1" })
+    """
+
+
+def test_a_program_configured_with_a_shared_store_runs_its_write_once(server: Server,
+                                                                      tmp_path: Path) -> None:
+    from cli_runner import luma
+    from run_programs import assert_no_traceback, write_program
+
+    runs = tmp_path / "runs.txt"
+    prog, tools = write_program(tmp_path, SAVE, f"""\
+        def save(input):
+            with open({str(runs)!r}, "a") as f:
+                f.write("ran\\n")
+            return {{"id": "saved-" + input["request_id"]}}
+        """)
+    place = {"table" if server.backend == "postgres" else "prefix": server.where}
+    (tmp_path / "luma.config.json").write_text(json.dumps({"idempotency_store": {
+        "backend": server.backend, "url": {"env": "STORE_URL"}, **place}}))
+    for _ in range(2):
+        done = luma(prog, "--tool-module", tools, cwd=tmp_path, env={"STORE_URL": server.url})
+        assert (done.code, done.stderr) == (0, ""), done.stderr
+        assert json.loads(done.stdout) == {"id": "saved-r-1"}
+    assert runs.read_text() == "ran\n"
+    # the variable unset: the program does not start, and the message names the variable
+    done = luma(prog, "--tool-module", tools, cwd=tmp_path)
+    assert done.code == 2
+    assert_no_traceback(done.stderr)
+    assert "idempotency_store.url: the environment variable STORE_URL is not set." in done.stderr

@@ -134,7 +134,7 @@ class RedisIdempotencyStore(LeasedIdempotencyStore):
 
         salt = secrets.token_bytes(16)
         sealer, check = derive_sealer(secret, salt)
-        meta = self.prefix + "meta:encryption"
+        meta = self.prefix + ":encryption"  # no record: tool names are never empty
         self._client.set(meta, json.dumps({"salt": base64.b64encode(salt).decode(),
                                            "key_check": base64.b64encode(check).decode()}),
                          nx=True)
