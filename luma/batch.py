@@ -26,7 +26,6 @@ from luma.cli_common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _Parser
 BATCH_INPUT_INVALID = "BATCH_INPUT_INVALID"
 INTERRUPTED = 130
 _FSYNC_EVERY_S = 1.0
-_PROGRESS_EVERY_S = 10.0
 
 
 def batch_parser() -> _Parser:
@@ -51,6 +50,9 @@ def batch_parser() -> _Parser:
     parser.add_argument("--fail-fast", action="store_true",
                         help="stop taking new rows after the first failed one")
     parser.add_argument("--model", metavar="NAME", help="the model of an ask that names none")
+    parser.add_argument("--progress-every", type=_positive_seconds, default=10.0,
+                        metavar="SECONDS", help="a progress line on stderr this often "
+                        "(default: 10)")
     return parser
 
 
@@ -61,6 +63,16 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got '{text}'") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
     return value
 
 
@@ -121,7 +133,7 @@ def batch_command(argv: Sequence[str]) -> int:
             todo = [(i, text) for i, text in rows if i not in done]
             interrupted = asyncio.run(_run_rows(program, agent, options.fn, todo, sink,
                                                 options.concurrency, options.fail_fast, tally,
-                                                err))
+                                                err, options.progress_every))
     finally:
         program.close()
     _summary(tally, interrupted, err)
@@ -191,7 +203,7 @@ def _parse_arguments(text: str) -> dict[str, Any] | str:
 
 async def _run_rows(program: Any, agent: tuple[str], fn: str, todo: list[tuple[int, str]],
                     sink: IO[str], concurrency: int, fail_fast: bool, tally: _Tally,
-                    err: IO[str]) -> bool:
+                    err: IO[str], progress_every: float) -> bool:
     """Run the rows; True when a Ctrl-C stopped the batch."""
     from luma.api import RunError
 
@@ -220,7 +232,7 @@ async def _run_rows(program: Any, agent: tuple[str], fn: str, todo: list[tuple[i
         if now - last_sync[0] >= _FSYNC_EVERY_S:
             os.fsync(sink.fileno())
             last_sync[0] = now
-        if now - last_progress[0] >= _PROGRESS_EVERY_S:
+        if now - last_progress[0] >= progress_every:
             last_progress[0] = now
             _progress(tally, now - began, err)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -164,3 +165,38 @@ def test_ctrl_c_lets_running_rows_finish_and_leaves_a_resumable_output(tmp_path:
     assert code == 0
     assert sorted(rows(tmp_path / "out.jsonl")) == list(range(40))
     assert len(runs.read_text().split()) == 40  # nothing ran twice
+
+
+def test_a_second_ctrl_c_cancels_the_running_rows(tmp_path: Path) -> None:
+    env = project(tmp_path, [json.dumps({"n": n}) for n in range(10)])
+    environ = {k: v for k, v in os.environ.items() if k not in ("LUMA_DEBUG", "NO_COLOR")}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "luma", "batch", "calc.luma", "--tool-module", "tools.py",
+         "--input", "in.jsonl", "--output", "out.jsonl", "--concurrency", "3"],
+        cwd=tmp_path, env={**environ, **env, "ROW_SECONDS": "30"}, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    runs = tmp_path / "runs.txt"
+    deadline = time.monotonic() + 20
+    while not (runs.exists() and len(runs.read_text().split()) >= 3):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    child.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=20)  # well before the rows' 30 s
+    assert child.returncode == 130
+    assert err.decode().endswith(
+        "luma batch: 0 succeeded, 0 failed, 10 not run; continue with --resume\n")
+    assert (tmp_path / "out.jsonl").read_text() == ""  # a cancelled row writes nothing
+
+
+def test_progress_lines_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
+    env = project(tmp_path, [json.dumps({"n": n}) for n in range(6)])
+    code, err = batch(tmp_path, {**env, "ROW_SECONDS": "0.1"}, "--concurrency", "1",
+                      "--progress-every", "0.15")
+    assert code == 0
+    progress = err.splitlines()[:-1]
+    assert progress, err
+    for line in progress:
+        assert re.fullmatch(r"luma batch: [1-6]/6 rows, 0 failed, [0-9.]+ rows/s"
+                            r"(, about [0-9]+ s left)?", line), line
