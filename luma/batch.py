@@ -215,12 +215,18 @@ async def _run_rows(program: Any, agent: tuple[str], fn: str, todo: list[tuple[i
     began = time.monotonic()
     last_progress = [began]
 
+    bar = _Bar(tally, err) if _on_a_terminal(err) else None
+
     def on_interrupt() -> None:
         interrupts[0] += 1
         stopping.set()
         if interrupts[0] == 1:
-            err.write("luma batch: interrupted: no new rows; waiting for the "
-                      f"{len(running)} running (Ctrl-C again to cancel them)\n")
+            message = ("luma batch: interrupted: no new rows; waiting for the "
+                       f"{len(running)} running (Ctrl-C again to cancel them)")
+            if bar is not None:
+                bar.say(message)
+            else:
+                err.write(message + "\n")
         else:
             for task in running:
                 task.cancel()
@@ -232,7 +238,9 @@ async def _run_rows(program: Any, agent: tuple[str], fn: str, todo: list[tuple[i
         if now - last_sync[0] >= _FSYNC_EVERY_S:
             os.fsync(sink.fileno())
             last_sync[0] = now
-        if now - last_progress[0] >= progress_every:
+        if bar is not None:
+            bar.update(now - began)
+        elif now - last_progress[0] >= progress_every:
             last_progress[0] = now
             _progress(tally, now - began, err)
 
@@ -285,11 +293,51 @@ async def _run_rows(program: Any, agent: tuple[str], fn: str, todo: list[tuple[i
         if broken:
             raise broken[0]  # a bug in luma, not in a row: the command's internal error
     finally:
+        if bar is not None:
+            bar.stop()
         if with_handler:
             loop.remove_signal_handler(signal.SIGINT)
         sink.flush()
         os.fsync(sink.fileno())
     return interrupts[0] > 0
+
+
+def _on_a_terminal(err: IO[str]) -> bool:
+    try:
+        return err.isatty() and os.environ.get("TERM") != "dumb"
+    except ValueError:  # a closed stream
+        return False
+
+
+class _Bar:
+    """A ``rich`` progress bar on a terminal: rows done / total, rate, time left, failures."""
+
+    def __init__(self, tally: _Tally, err: IO[str]) -> None:
+        from rich.console import Console
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                   TimeRemainingColumn)
+
+        self._tally = tally
+        self._progress = Progress(
+            TextColumn("luma batch"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]} rows/s"), TimeRemainingColumn(),
+            TextColumn("{task.fields[failed]} failed"),
+            console=Console(file=err, no_color="NO_COLOR" in os.environ), transient=True)
+        self._task = self._progress.add_task("rows", total=tally.total - tally.skipped,
+                                             rate="0.0", failed=0)
+        self._progress.start()
+
+    def update(self, elapsed: float) -> None:
+        tally = self._tally
+        rate = tally.done / elapsed if elapsed > 0 else 0.0
+        self._progress.update(self._task, completed=tally.done, rate=f"{rate:.1f}",
+                              failed=sum(tally.failed.values()))
+
+    def say(self, message: str) -> None:
+        self._progress.console.print(message, markup=False, highlight=False)
+
+    def stop(self) -> None:
+        self._progress.stop()
 
 
 def _progress(tally: _Tally, elapsed: float, err: IO[str]) -> None:

@@ -200,3 +200,34 @@ def test_progress_lines_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
     for line in progress:
         assert re.fullmatch(r"luma batch: [1-6]/6 rows, 0 failed, [0-9.]+ rows/s"
                             r"(, about [0-9]+ s left)?", line), line
+
+
+def test_a_progress_bar_on_a_terminal(tmp_path: Path) -> None:
+    import pty
+    import select
+
+    env = project(tmp_path, [json.dumps({"n": n}) for n in range(8)])
+    primary, secondary = pty.openpty()
+    environ = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TERM", "LUMA_DEBUG")}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "luma", "batch", "calc.luma", "--tool-module", "tools.py",
+         "--input", "in.jsonl", "--output", "out.jsonl", "--concurrency", "2"],
+        cwd=tmp_path, env={**environ, **env, "ROW_SECONDS": "0.1", "TERM": "xterm"},
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=secondary)
+    os.close(secondary)
+    chunks = []
+    while select.select([primary], [], [], 30)[0]:
+        try:
+            data = os.read(primary, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    assert child.wait(timeout=30) == 0
+    os.close(primary)
+    shown = b"".join(chunks).decode("utf-8", errors="replace")
+    assert "luma batch" in shown and "rows/s" in shown and "failed" in shown
+    assert re.search(r"[1-8]/8", shown), shown
+    assert shown.rstrip().endswith("luma batch: 8 succeeded, 0 failed")
+    assert len(rows(tmp_path / "out.jsonl")) == 8
