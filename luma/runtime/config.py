@@ -52,7 +52,7 @@ class ToolModuleManifest(_Strict):
 
 
 class ToolModulePolicy(_Strict):
-    sandbox: Literal["none", "strict"] = "none"
+    sandbox: Literal["none", "strict", "process"] = "none"
     allow_builtins: list[str] = Field(default_factory=list)
     allow_env: bool = False
     allow_network: bool = False

@@ -1,0 +1,242 @@
+"""``"sandbox": "process"`` (RUNTIME.md §6): each tool module in its own child process, with a
+clean environment, its folder as working folder, ``max_memory_mb`` as ``RLIMIT_AS``, an empty
+network namespace while ``allow_network`` is false, and a restart after the child ends. These
+are real child processes; nothing of the protocol is patched."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sandbox.project import Project, isolated_imports, project  # noqa: F401 (fixtures)
+
+PREFIX = "error[TOOL_FAILED]: Tool 'probe' failed: "
+
+#: ``probe`` called twice: the second call shows whether the module's process came back.
+TWICE = """schema Out {
+  text: string
+}
+tool probe(name: string) -> Out {
+  description: "probes"
+}
+first = ""
+try {
+  r = tool probe({ name: NAME })
+  first = r.text
+} catch err {
+  first = err.message
+}
+second = tool probe({ name: "again" })
+{ first: first, second: second.text }
+"""
+
+
+def process(*allow: str, **settings: object) -> dict[str, object]:
+    return {"sandbox": "process", "allow_builtins": list(allow), **settings}
+
+
+def test_the_escape_that_reads_the_environment_under_strict_finds_nothing_in_a_process(
+        project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The module that reads the environment under ``strict`` (tests/sandbox/escape.py) finds
+    an empty one in its process; the strict rules still refuse its process start there."""
+    monkeypatch.setenv("LUMA_SANDBOX_PROBE", "leaked")
+    project.fixture("escape.py")
+    project.config(policy=process())
+    outcome = project.run("LUMA_SANDBOX_PROBE")
+    assert (outcome.code, outcome.value) == (0, {
+        "text": " refused: Tool module './tools.py' may not start a process "
+                "('subprocess.Popen'): sandbox 'strict' always forbids it."})
+
+
+def test_the_child_environment_is_clean_and_its_folder_is_the_module_folder(
+        project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    project.write("tools/tools.py", """
+        REAL = getattr(print.__self__, '__imp' + 'ort__')
+
+        def probe(input):
+            os = REAL("os")
+            return {"text": repr(sorted(getattr(os, "envi" + "ron"))) + " " + os.getcwd()}
+    """)
+    project.config(modules=["./tools/tools.py"], policy=process())
+    outcome = project.run()
+    assert outcome.code == 0, outcome.stderr
+    text = outcome.value["text"]
+    assert text == ("['LC_ALL', 'MALLOC_ARENA_MAX', 'PYTHONDONTWRITEBYTECODE', "
+                    f"'PYTHONIOENCODING'] {(project.folder / 'tools').resolve()}")
+
+
+def test_no_file_descriptor_is_inherited(project: Project, tmp_path: Path) -> None:
+    kept = open(tmp_path / "parent-only.txt", "w")  # an open descriptor in Luma's process
+    os.set_inheritable(kept.fileno(), True)
+    project.write("tools.py", """
+        REAL = getattr(print.__self__, '__imp' + 'ort__')
+
+        def probe(input):
+            os = REAL("os")
+            targets = []
+            for fd in os.listdir("/proc/self/fd"):
+                if int(fd) <= 2:
+                    continue
+                try:
+                    targets.append(os.readlink("/proc/self/fd/" + fd))
+                except OSError:
+                    pass  # the descriptor listdir read the folder with
+            return {"text": repr(sorted(targets))}
+    """)
+    project.config(policy=process())
+    try:
+        targets = eval(project.run().value["text"])  # noqa: S307 - the list the child printed
+    finally:
+        kept.close()
+    assert str(tmp_path / "parent-only.txt") not in targets
+    # the protocol's pipe and the event loop's own: nothing that was open in Luma's process
+    assert all(target.split(":")[0] in ("pipe", "socket", "anon_inode")
+               for target in targets), targets
+
+
+def test_memory_past_the_limit_fails_the_call_and_the_process_comes_back(
+        project: Project) -> None:
+    project.write("tools.py", """
+        def probe(input):
+            if input["name"] == "big":
+                block = bytearray(1024 * 1024 * 1024)
+                return {"text": str(len(block))}
+            return {"text": "fine"}
+    """)
+    project.config(policy=process(max_memory_mb=256))
+    outcome = project.run("big", program=TWICE)
+    assert (outcome.code, outcome.value) == (0, {
+        "first": "Tool 'probe' failed: MemoryError: the handler went past "
+                 "tool_module_policy.max_memory_mb (256 MB)",
+        "second": "fine"})
+
+
+def test_a_child_that_exits_fails_the_call_and_is_started_again(project: Project) -> None:
+    project.write("tools.py", """
+        REAL = getattr(print.__self__, '__imp' + 'ort__')
+
+        def probe(input):
+            if input["name"] == "die":
+                REAL("os")._exit(3)
+            return {"text": "back"}
+    """)
+    project.config(policy=process())
+    outcome = project.run("die", program=TWICE)
+    assert (outcome.code, outcome.value) == (0, {
+        "first": "Tool 'probe' failed: the tool module's process ended (exit status 3)",
+        "second": "back"})
+
+
+def test_a_child_that_is_killed_fails_the_call(project: Project) -> None:
+    project.write("tools.py", """
+        REAL = getattr(print.__self__, '__imp' + 'ort__')
+
+        def probe(input):
+            if input["name"] == "segfault":
+                REAL("faulthandler")._sigsegv()
+            return {"text": "back"}
+    """)
+    project.config(policy=process())
+    outcome = project.run("segfault", program=TWICE)
+    assert outcome.code == 0, outcome.stderr
+    assert outcome.value == {
+        "first": "Tool 'probe' failed: the tool module's process ended (killed by SIGSEGV)",
+        "second": "back"}
+
+
+def test_a_child_that_ignores_its_signal_past_the_deadline_is_killed(project: Project) -> None:
+    project.write("tools.py", """
+        REAL = getattr(print.__self__, '__imp' + 'ort__')
+
+        def probe(input, signal):
+            if input["name"] == "stuck":
+                REAL("pathlib").Path("pid.txt").write_text(str(REAL("os").getpid()))
+                while True:
+                    pass
+            return {"text": "back"}
+    """)
+    project.config(policy=process())
+    program = TWICE.replace('description: "probes"', 'description: "probes"\n  timeout: 300')
+    outcome = project.run("stuck", program=program)
+    assert (outcome.code, outcome.value) == (0, {
+        "first": "Tool 'probe' timed out after 300 ms.", "second": "back"})
+    pid = int((project.folder / "pid.txt").read_text())
+    with pytest.raises(ProcessLookupError):
+        for _ in range(50):
+            os.kill(pid, 0)
+            time.sleep(0.1)
+
+
+@pytest.fixture()
+def listener() -> Iterator[tuple[threading.Thread, int, list[bool]]]:
+    server = socket.create_server(("127.0.0.1", 0))
+    accepted: list[bool] = []
+
+    def serve() -> None:
+        try:
+            connection, _ = server.accept()
+            accepted.append(True)
+            connection.close()
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield thread, server.getsockname()[1], accepted
+    server.close()
+
+
+NETWORK_BY_A_THREAD = """
+    REAL = getattr(print.__self__, '__imp' + 'ort__')
+
+    def probe(input):
+        address = ("127.0.0.1", int(input["name"]))
+        thread = REAL("threading").Thread(target=REAL("sock" + "et").create_connection,
+                                          args=(address, 2))
+        thread.start()
+        thread.join()
+        return {"text": "tried"}
+"""
+
+
+def test_a_connection_by_another_thread_gets_through_strict(
+        project: Project, listener: tuple[threading.Thread, int, list[bool]]) -> None:
+    """*Remains* under strict: work handed to another thread is not held by the effect rules."""
+    thread, port, accepted = listener
+    project.write("tools.py", NETWORK_BY_A_THREAD)
+    project.config(policy={"sandbox": "strict"})
+    assert project.run(str(port)).value == {"text": "tried"}
+    thread.join(5)
+    assert accepted == [True]
+
+
+def test_a_connection_by_another_thread_fails_in_a_process_without_network(
+        project: Project, listener: tuple[threading.Thread, int, list[bool]]) -> None:
+    thread, port, accepted = listener
+    project.write("tools.py", NETWORK_BY_A_THREAD)
+    project.config(policy=process())
+    outcome = project.run(str(port))
+    assert (outcome.code, outcome.stderr, outcome.value) == (0, "", {"text": "tried"})
+    thread.join(1)
+    assert accepted == []
+
+
+def test_a_module_that_fails_to_load_in_its_process_is_a_start_error(project: Project) -> None:
+    project.write("tools.py", """
+        import json
+
+        def probe(input):
+            return {"text": "never"}
+    """)
+    project.config(policy=process())
+    outcome = project.run()
+    assert (outcome.code, outcome.stdout) == (2, "")
+    assert outcome.stderr == ("error: ./tools.py:2: Tool module './tools.py' may not import "
+                              "'json': it is not in tool_module_policy.allow_builtins.\n")
