@@ -200,7 +200,7 @@ def _load_in_process(request: ModuleRequest, project: Path, policy: Any,
              else None,
              "project": str(project), "allow_builtins": list(policy.allow_builtins),
              "allow_env": policy.allow_env, "allow_network": policy.allow_network,
-             "max_memory_mb": policy.max_memory_mb}
+             "max_memory_mb": policy.max_memory_mb, "max_concurrency": policy.max_concurrency}
     module, child = start_process_module(start, request.written, request.file.parent)
     for problem in child.warnings:
         warnings.append(f"{request.label} runs in its own process, but the network cannot be "

@@ -12,10 +12,12 @@ protocol stream is the answer to one call. What the module prints goes to stderr
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import os
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 from typing import IO, Any
@@ -106,17 +108,32 @@ class Child:
         self.tasks: dict[int, asyncio.Task[None]] = {}
         self.signals: dict[int, Any] = {}
         self.is_async: dict[int, bool] = {}
+        self.pool = ThreadPoolExecutor(max_workers=int(start.get("max_concurrency") or 1) + 1,
+                                       thread_name_prefix="luma-tool-")
 
     def serve(self, requests: IO[bytes]) -> None:
         loop = asyncio.new_event_loop()
-        done = loop.create_future()
+        done: asyncio.Future[None] = loop.create_future()
+        fd = requests.fileno()
+        os.set_blocking(fd, False)
+        buffer = bytearray()
 
-        def read() -> None:
-            for line in requests:
-                loop.call_soon_threadsafe(self.arrived, loop, json.loads(line))
-            loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
+        def readable() -> None:  # the requests are read on the loop: no thread in between
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                return
+            if not chunk:
+                loop.remove_reader(fd)
+                _finish(done)
+                return
+            buffer.extend(chunk)
+            while (end := buffer.find(b"\n")) >= 0:
+                line = bytes(buffer[:end])
+                del buffer[:end + 1]
+                self.arrived(loop, json.loads(line))
 
-        threading.Thread(target=read, daemon=True).start()
+        loop.add_reader(fd, readable)
         loop.run_until_complete(done)
         os._exit(0)  # handlers still running in threads are abandoned with the process
 
@@ -151,8 +168,10 @@ class Child:
             if invoker.is_async:
                 raw = await invoker.call(message["input"], signal, message.get("needs"))
             else:  # a worker thread, so that calls run side by side
-                raw = await invoker._thread_with_timeout(message["input"], signal,
-                                                         message.get("needs"), None)
+                raw = await asyncio.get_running_loop().run_in_executor(
+                    self.pool, invoker.call, message["input"], signal, message.get("needs"))
+                if inspect.isawaitable(raw):
+                    raw = await raw
         except asyncio.CancelledError:
             answer = {"cancelled": True}
         except LumaToolError as exc:
@@ -185,6 +204,11 @@ class Child:
         if answer.get("restart"):
             self.protocol.flush()
             os._exit(70)
+
+
+def _finish(done: asyncio.Future[None]) -> None:
+    if not done.done():
+        done.set_result(None)
 
 
 def _failure_text(exc: BaseException) -> str:
