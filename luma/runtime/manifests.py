@@ -160,6 +160,8 @@ def load_requested(request: ModuleRequest, project: Path, policy: Any,
     code under the import rules of its manifest and the policy. Under ``"sandbox": "process"``
     the module is loaded (under the ``strict`` rules) in its own child process, and what
     cannot be enforced there is added to ``warnings``."""
+    if request.file.suffix in (".js", ".mjs", ".cjs", ".ts", ".mts"):
+        return _load_in_node(request, project, policy)
     if policy is not None and policy.sandbox == "process":
         return _load_in_process(request, project, policy,
                                 warnings if warnings is not None else [])
@@ -207,6 +209,28 @@ def _load_in_process(request: ModuleRequest, project: Path, policy: Any,
                         f"closed to it: the kernel refused a network namespace ({problem}); "
                         "tool_module_policy.allow_network false is held by the strict rules "
                         "only.")
+    return module
+
+
+def _load_in_node(request: ModuleRequest, project: Path, policy: Any) -> ToolModule:
+    """A JavaScript or TypeScript module: always in a Node.js child process of its own."""
+    from luma.runtime.process_modules import node_command, start_process_module
+
+    if request.integrity is not None:
+        try:
+            data = request.file.read_bytes()
+        except OSError as exc:
+            raise ToolModuleError(f"{request.label} cannot be read: {exc.strerror or exc}.",
+                                  request.written) from None
+        verify_integrity(data, request.integrity, request.label, request.written)
+    start = {"key": request.key, "written": request.written, "file": str(request.file),
+             "dependencies": list(request.dependencies) if request.dependencies is not None
+             else None,
+             "dependency_root": str(request.dependency_root) if request.dependency_root
+             else None,
+             "project": str(project), "max_memory_mb": None}
+    module, _ = start_process_module(start, request.written, request.file.parent,
+                                     node_command(request.written))
     return module
 
 

@@ -55,7 +55,9 @@ class _Child:
 class ProcessModule:
     """One tool module's child process, started again after it ends."""
 
-    def __init__(self, start: dict[str, Any], written: str, folder: Path) -> None:
+    def __init__(self, start: dict[str, Any], written: str, folder: Path,
+                 command: list[str] | None = None) -> None:
+        self.command = command or [sys.executable, "-I", "-c", _BOOT, _LUMA_ROOT]
         self.start_message = start
         self.written = written
         self.folder = folder
@@ -71,7 +73,7 @@ class ProcessModule:
         """Start the child and wait for its first line; raises :class:`ToolModuleError` when
         the module does not load there."""
         process = subprocess.Popen(
-            [sys.executable, "-I", "-c", _BOOT, _LUMA_ROOT], stdin=subprocess.PIPE,
+            self.command, stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=None, cwd=self.folder, env=dict(CLEAN_ENVIRONMENT),
             close_fds=True, start_new_session=True)
         assert process.stdin is not None and process.stdout is not None
@@ -197,10 +199,25 @@ class ProcessModule:
         return handler
 
 
-def start_process_module(start: dict[str, Any], written: str, folder: Path) -> tuple[
-        ToolModule, ProcessModule]:
+NODE_RUNNER = Path(__file__).resolve().parent / "node" / "runner.mjs"
+NODE_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".mts")
+
+
+def node_command(written: str) -> list[str]:
+    """How a JavaScript or TypeScript module's child starts: ``node`` and the runner."""
+    import shutil
+
+    node = shutil.which("node")
+    if node is None:
+        raise ToolModuleError(f"Tool module '{written}' is JavaScript or TypeScript, and running "
+                              "it needs Node.js: 'node' was not found on PATH.", written)
+    return [node, "--no-warnings", str(NODE_RUNNER)]
+
+
+def start_process_module(start: dict[str, Any], written: str, folder: Path,
+                         command: list[str] | None = None) -> tuple[ToolModule, ProcessModule]:
     """Start the module's child and build its proxy handlers."""
-    module = ProcessModule(start, written, folder)
+    module = ProcessModule(start, written, folder, command)
     module.launch()
     atexit.register(module.stop)
     handlers = {name: module.handler(name) for name in module.tools}
