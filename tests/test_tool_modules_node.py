@@ -179,3 +179,25 @@ def test_integrity_and_dependencies_apply(project: Project) -> None:
     assert outcome.code == 2
     assert outcome.stderr.startswith("error: Tool module './tools.mjs' (tool_modules[0]) does "
                                       "not match its integrity")
+
+
+def test_luma_check_finds_the_handlers_of_a_javascript_module(project: Project) -> None:
+    import subprocess
+    import sys
+
+    project.write("prog.luma", CALC)
+    project.write("tools.mjs", "export const calculate = (input) => ({ result: 1 });\n")
+    project.write("other.mjs", "export const other = (input) => ({ result: 1 });\n")
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": root}
+
+    def check(module: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "luma", "check", "prog.luma",
+                               "--tool-module", module], cwd=project.folder, env=env,
+                              capture_output=True, text=True, timeout=60)
+
+    done = check("tools.mjs")
+    assert (done.returncode, done.stdout + done.stderr) == (0, "checked 1 file: no problems\n")
+    done = check("other.mjs")
+    assert done.returncode == 1
+    assert "error[E040]: 'calculate' is not registered in the tool registry." in done.stderr
