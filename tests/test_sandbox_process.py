@@ -240,3 +240,27 @@ def test_a_module_that_fails_to_load_in_its_process_is_a_start_error(project: Pr
     assert (outcome.code, outcome.stdout) == (2, "")
     assert outcome.stderr == ("error: ./tools.py:2: Tool module './tools.py' may not import "
                               "'json': it is not in tool_module_policy.allow_builtins.\n")
+
+
+def test_a_module_nobody_holds_any_more_ends_its_process(project: Project) -> None:
+    """From Python, a program that is dropped does not leave its modules' processes behind."""
+    import gc
+
+    project.write("tools.py", """
+        REAL = getattr(print.__self__, '__imp' + 'ort__')
+        REAL("pathlib").Path("pid.txt").write_text(str(REAL("os").getpid()))
+
+        def probe(input):
+            return {"text": "x"}
+    """)
+    project.config(policy=process())
+    loaded = project.load()
+    assert loaded.errors == []
+    pid = int((project.folder / "pid.txt").read_text())
+    os.kill(pid, 0)  # running
+    del loaded
+    gc.collect()
+    with pytest.raises(ProcessLookupError):
+        for _ in range(50):
+            os.kill(pid, 0)
+            time.sleep(0.1)

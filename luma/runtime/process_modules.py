@@ -17,13 +17,14 @@ call. A call that is given up (its timeout, a cancellation) is cancelled in the 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import itertools
 import json
 import signal as signals
 import subprocess
 import sys
 import threading
+import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,7 @@ class ProcessModule:
         self.lock = threading.Lock()
         self.ids = itertools.count(1)
         self.child: _Child | None = None
+        self.children: list[_Child] = []  # every start, for the finalizer
         self.tools: list[str] = []
         self.warnings: list[str] = []
 
@@ -96,34 +98,13 @@ class ProcessModule:
         child = _Child(process)
         with self.lock:
             self.child = child
-        threading.Thread(target=self._read, args=(child,), daemon=True,
-                         name=f"luma-process-{self.written}").start()
+        # The reader holds the module weakly: a module nobody uses any more is collected, and
+        # its finalizer ends the child.
+        threading.Thread(target=_read, args=(weakref.ref(self), self.lock, child,
+                                             self.start_message["max_memory_mb"]),
+                         daemon=True, name=f"luma-process-{self.written}").start()
+        self.children[:] = [c for c in self.children if c.process.poll() is None] + [child]
         return child
-
-    def _read(self, child: _Child) -> None:
-        out = child.process.stdout
-        assert out is not None
-        for line in out:
-            message = _parse(line)
-            if message is None or "id" not in message:
-                continue
-            with self.lock:
-                if message.get("restart"):
-                    child.retiring = True  # the next call starts a new process
-                waiting = child.pending.pop(message["id"], None)
-            if waiting is not None:
-                _settle(waiting, message)
-        code = child.process.wait()
-        with self.lock:
-            if self.child is child:
-                self.child = None
-            left, child.pending = child.pending, {}
-        limit = self.start_message["max_memory_mb"]
-        text = f"the tool module's process ended ({_ending(code)})"
-        if limit is not None and code in (-signals.SIGSEGV, -signals.SIGABRT, -signals.SIGBUS):
-            text += f"; its memory is limited by tool_module_policy.max_memory_mb ({limit} MB)"
-        for waiting in left.values():
-            _settle(waiting, {"failure": text, "exception": "ProcessEnded"})
 
     def _running(self) -> _Child:
         with self.lock:
@@ -134,17 +115,8 @@ class ProcessModule:
 
     def stop(self) -> None:
         with self.lock:
-            child, self.child = self.child, None
-        if child is None:
-            return
-        process = child.process
-        try:
-            assert process.stdin is not None
-            process.stdin.close()  # the child ends at the end of its input
-            process.wait(timeout=1.0)
-        except (OSError, subprocess.TimeoutExpired):
-            process.kill()
-            process.wait()
+            self.child = None
+        _stop_all(self.children)
 
     def _write(self, child: _Child, message: dict[str, Any]) -> bool:
         stdin = child.process.stdin
@@ -219,9 +191,55 @@ def start_process_module(start: dict[str, Any], written: str, folder: Path,
     """Start the module's child and build its proxy handlers."""
     module = ProcessModule(start, written, folder, command)
     module.launch()
-    atexit.register(module.stop)
+    weakref.finalize(module, _stop_all, module.children)  # also at exit
     handlers = {name: module.handler(name) for name in module.tools}
     return ToolModule(written, handlers, "process"), module
+
+
+def _read(ref: Callable[[], ProcessModule | None], lock: threading.Lock, child: _Child,
+          limit: int | None) -> None:
+    """Hand each answer of ``child`` to the call waiting for it; when the child ends, fail the
+    calls still waiting."""
+    out = child.process.stdout
+    assert out is not None
+    for line in out:
+        message = _parse(line)
+        if message is None or "id" not in message:
+            continue
+        with lock:
+            if message.get("restart"):
+                child.retiring = True  # the next call starts a new process
+            waiting = child.pending.pop(message["id"], None)
+        if waiting is not None:
+            _settle(waiting, message)
+    code = child.process.wait()
+    module = ref()
+    with lock:
+        if module is not None and module.child is child:
+            module.child = None
+        left, child.pending = child.pending, {}
+    del module
+    text = f"the tool module's process ended ({_ending(code)})"
+    if limit is not None and code in (-signals.SIGSEGV, -signals.SIGABRT, -signals.SIGBUS):
+        text += f"; its memory is limited by tool_module_policy.max_memory_mb ({limit} MB)"
+    for waiting in left.values():
+        _settle(waiting, {"failure": text, "exception": "ProcessEnded"})
+
+
+def _stop_all(children: list[_Child]) -> None:
+    """End every child still running: the end of its input first, then a kill."""
+    for child in children:
+        process = child.process
+        if process.poll() is not None:
+            continue
+        try:
+            assert process.stdin is not None
+            process.stdin.close()  # the child ends at the end of its input
+            process.wait(timeout=1.0)
+        except (OSError, subprocess.TimeoutExpired):
+            process.kill()
+            process.wait()
+    children.clear()
 
 
 def _answer(answer: dict[str, Any]) -> Any:
