@@ -37,6 +37,17 @@ second = tool probe({ name: "again" })
 """
 
 
+PROGRAM_ONCE = """schema Out {
+  text: string
+}
+tool probe(name: string) -> Out {
+  description: "probes"
+}
+r = tool probe({ name: "x" })
+r
+"""
+
+
 def process(*allow: str, **settings: object) -> dict[str, object]:
     return {"sandbox": "process", "allow_builtins": list(allow), **settings}
 
@@ -264,3 +275,33 @@ def test_a_module_nobody_holds_any_more_ends_its_process(project: Project) -> No
         for _ in range(50):
             os.kill(pid, 0)
             time.sleep(0.1)
+
+
+def test_where_the_kernel_refuses_a_network_namespace_the_start_says_so(
+        project: Project) -> None:
+    """Inside a user namespace whose limit of nested namespaces is 0, the kernel refuses the
+    child's network namespace: the program runs, and says so on stderr at start-up."""
+    import shutil
+    import subprocess
+    import sys
+
+    project.write("tools.py", """
+        def probe(input):
+            return {"text": "ran"}
+    """)
+    project.config(policy=process())
+    project.write("prog.luma", PROGRAM_ONCE)
+    root = str(Path(__file__).resolve().parents[1])
+    unshare = shutil.which("unshare")
+    assert unshare is not None, "util-linux's unshare is needed for this test"
+    script = ("echo 0 > /proc/sys/user/max_user_namespaces && "
+              f"exec {sys.executable} -m luma prog.luma")
+    done = subprocess.run([unshare, "-Ur", "sh", "-c", script], cwd=project.folder,
+                          env={**os.environ, "PYTHONPATH": root}, capture_output=True,
+                          text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, '{\n  "text": "ran"\n}\n')
+    assert done.stderr == (
+        "warning: Tool module './tools.py' (tool_modules[0]) runs in its own process, but the "
+        "network cannot be closed to it: the kernel refused a network namespace (No space "
+        "left on device); tool_module_policy.allow_network false is held by the strict rules "
+        "only.\n")
