@@ -305,3 +305,31 @@ def test_where_the_kernel_refuses_a_network_namespace_the_start_says_so(
         "network cannot be closed to it: the kernel refused a network namespace (No space "
         "left on device); tool_module_policy.allow_network false is held by the strict rules "
         "only.\n")
+
+
+def test_calls_up_to_max_concurrency_are_in_the_child_at_once(project: Project) -> None:
+    """Two calls meet at a barrier in the child: they can only both finish if they run at once
+    over the one pair of pipes."""
+    import asyncio
+
+    from runtime.harness import context, program, runtime
+
+    project.write("tools.py", """
+        REAL = getattr(print.__self__, '__imp' + 'ort__')
+        BARRIER = REAL("threading").Barrier(2, timeout=5)
+
+        def probe(input):
+            BARRIER.wait()
+            return {"text": input["name"]}
+    """)
+    project.config(policy=process(max_concurrency=2))
+    loaded = project.load()
+    assert loaded.errors == []
+    rt = runtime(program(PROGRAM_ONCE.split("r = ")[0]), dict(loaded.registry.handlers))
+
+    async def both() -> list[object]:
+        return list(await asyncio.gather(
+            rt.pipeline.call("probe", {"name": "a"}, context(rt)),
+            rt.pipeline.call("probe", {"name": "b"}, context(rt))))
+
+    assert asyncio.run(both()) == [{"text": "a"}, {"text": "b"}]
