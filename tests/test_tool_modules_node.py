@@ -201,3 +201,58 @@ def test_luma_check_finds_the_handlers_of_a_javascript_module(project: Project) 
     done = check("other.mjs")
     assert done.returncode == 1
     assert "error[E040]: 'calculate' is not registered in the tool registry." in done.stderr
+
+
+NETWORK = """
+    import net from "node:net";
+
+    export const calculate = (input) => new Promise((resolve) => {
+      const socket = net.connect(Number(process.argv.at(-1) || 0) || PORT, "127.0.0.1");
+      socket.on("connect", () => { socket.destroy(); resolve({ result: 1 }); });
+      socket.on("error", () => resolve({ result: 0 }));
+    });
+"""
+
+
+@pytest.mark.parametrize("policy, connected", [(None, 1), ({"sandbox": "process"}, 0)])
+def test_a_policy_without_network_puts_the_node_child_in_an_empty_namespace(
+        project: Project, policy: dict[str, str] | None, connected: int) -> None:
+    import socket
+
+    server = socket.create_server(("127.0.0.1", 0))
+    try:
+        port = server.getsockname()[1]
+        project.write("tools.mjs", NETWORK.replace("PORT", str(port)))
+        project.config(modules=["./tools.mjs"], policy=policy)
+        outcome = project.run(program=CALC)
+        assert (outcome.code, outcome.value) == (0, {"result": connected}), outcome.stderr
+    finally:
+        server.close()
+
+
+def test_max_memory_mb_is_the_node_heap_limit(project: Project) -> None:
+    project.write("tools.mjs", """
+        export const calculate = (input) => {
+          if (input.a === 2) {
+            const kept = [];
+            for (;;) kept.push(new Array(100000).fill({ x: kept.length }));
+          }
+          return { result: 7 };
+        };
+    """)
+    project.config(modules=["./tools.mjs"], policy={"sandbox": "process", "max_memory_mb": 64})
+    program = CALC.replace('r = tool calculate({ a: 2, b: 3, operation: "multiply" })\nr', """
+first = ""
+try {
+  r = tool calculate({ a: 2, b: 3, operation: "multiply" })
+} catch err {
+  first = err.message
+}
+second = tool calculate({ a: 1, b: 3, operation: "multiply" })
+{ first: first, second: second.result }""")
+    outcome = project.run(program=program)
+    assert outcome.code == 0, outcome.stderr
+    assert outcome.value["second"] == 7
+    assert outcome.value["first"] == (
+        "Tool 'calculate' failed: the tool module's process ended (killed by SIGABRT); its "
+        "memory is limited by tool_module_policy.max_memory_mb (64 MB)")

@@ -161,7 +161,8 @@ def load_requested(request: ModuleRequest, project: Path, policy: Any,
     the module is loaded (under the ``strict`` rules) in its own child process, and what
     cannot be enforced there is added to ``warnings``."""
     if request.file.suffix in (".js", ".mjs", ".cjs", ".ts", ".mts"):
-        return _load_in_node(request, project, policy)
+        return _load_in_node(request, project, policy,
+                             warnings if warnings is not None else [])
     if policy is not None and policy.sandbox == "process":
         return _load_in_process(request, project, policy,
                                 warnings if warnings is not None else [])
@@ -204,15 +205,21 @@ def _load_in_process(request: ModuleRequest, project: Path, policy: Any,
              "allow_env": policy.allow_env, "allow_network": policy.allow_network,
              "max_memory_mb": policy.max_memory_mb, "max_concurrency": policy.max_concurrency}
     module, child = start_process_module(start, request.written, request.file.parent)
-    for problem in child.warnings:
-        warnings.append(f"{request.label} runs in its own process, but the network cannot be "
-                        f"closed to it: the kernel refused a network namespace ({problem}); "
-                        "tool_module_policy.allow_network false is held by the strict rules "
-                        "only.")
+    _network_warnings(request, child.warnings, warnings)
     return module
 
 
-def _load_in_node(request: ModuleRequest, project: Path, policy: Any) -> ToolModule:
+def _network_warnings(request: ModuleRequest, problems: list[str], warnings: list[str]) -> None:
+    held = ("held by the strict rules only" if request.file.suffix == ".py"
+            else "not held at all")
+    for problem in problems:
+        warnings.append(f"{request.label} runs in its own process, but the network cannot be "
+                        f"closed to it: the kernel refused a network namespace ({problem}); "
+                        f"tool_module_policy.allow_network false is {held}.")
+
+
+def _load_in_node(request: ModuleRequest, project: Path, policy: Any,
+                  warnings: list[str]) -> ToolModule:
     """A JavaScript or TypeScript module: always in a Node.js child process of its own."""
     from luma.runtime.process_modules import node_command, start_process_module
 
@@ -228,9 +235,11 @@ def _load_in_node(request: ModuleRequest, project: Path, policy: Any) -> ToolMod
              else None,
              "dependency_root": str(request.dependency_root) if request.dependency_root
              else None,
-             "project": str(project), "max_memory_mb": None}
-    module, _ = start_process_module(start, request.written, request.file.parent,
-                                     node_command(request.written))
+             "project": str(project),
+             "max_memory_mb": policy.max_memory_mb if policy is not None else None}
+    module, child = start_process_module(start, request.written, request.file.parent,
+                                         node_command(request.written, policy))
+    _network_warnings(request, child.warnings, warnings)
     return module
 
 

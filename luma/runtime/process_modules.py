@@ -175,15 +175,37 @@ NODE_RUNNER = Path(__file__).resolve().parent / "node" / "runner.mjs"
 NODE_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".mts")
 
 
-def node_command(written: str) -> list[str]:
-    """How a JavaScript or TypeScript module's child starts: ``node`` and the runner."""
+#: Starts a Node.js module's child: leaves the network (when asked) and becomes ``node``.
+_NODE_BOOT = """
+import ctypes, ctypes.util, json, os, sys
+node, runner, isolate, heap = json.loads(sys.argv[1])
+warning = ""
+if isolate:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        if libc.unshare(0x10000000 | 0x40000000) != 0:
+            warning = os.strerror(ctypes.get_errno())
+    except (OSError, AttributeError) as exc:
+        warning = str(exc)
+flags = [f"--max-old-space-size={heap}"] if heap else []
+os.execv(node, [node, "--no-warnings", *flags, runner, warning])
+"""
+
+
+def node_command(written: str, policy: Any) -> list[str]:
+    """How a JavaScript or TypeScript module's child starts: ``node`` and the runner, in an
+    empty network namespace while the policy's ``allow_network`` is false, with
+    ``max_memory_mb`` as the V8 heap limit."""
     import shutil
 
     node = shutil.which("node")
     if node is None:
         raise ToolModuleError(f"Tool module '{written}' is JavaScript or TypeScript, and running "
                               "it needs Node.js: 'node' was not found on PATH.", written)
-    return [node, "--no-warnings", str(NODE_RUNNER)]
+    isolate = policy is not None and not policy.allow_network
+    heap = policy.max_memory_mb if policy is not None else None
+    return [sys.executable, "-I", "-c", _NODE_BOOT,
+            json.dumps([node, str(NODE_RUNNER), isolate, heap])]
 
 
 def start_process_module(start: dict[str, Any], written: str, folder: Path,

@@ -86,7 +86,8 @@ async function main() {
     send({ load_error: { message, line: null } });
     process.exit(0);
   }
-  send({ ready: Object.keys(handlers).sort(), warnings: [] });
+  const warning = process.argv[2] ?? "";
+  send({ ready: Object.keys(handlers).sort(), warnings: warning ? [warning] : [] });
   const controllers = new Map();
   for await (const line of { [Symbol.asyncIterator]: () => iterator }) {
     const message = JSON.parse(line);
