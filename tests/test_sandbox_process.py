@@ -333,3 +333,39 @@ def test_calls_up_to_max_concurrency_are_in_the_child_at_once(project: Project) 
             rt.pipeline.call("probe", {"name": "b"}, context(rt))))
 
     assert asyncio.run(both()) == [{"text": "a"}, {"text": "b"}]
+
+
+def test_calls_from_two_threads_after_a_crash_start_one_child(project: Project) -> None:
+    """The Python API may call from several threads: the calls that find the child gone start
+    one new child between them (they meet at a barrier in it)."""
+    import asyncio
+
+    project.write("tools.py", """
+        REAL = getattr(print.__self__, '__imp' + 'ort__')
+        BARRIER = REAL("threading").Barrier(2, timeout=5)
+
+        def probe(input):
+            if input["name"] == "die":
+                REAL("os")._exit(3)
+            BARRIER.wait()
+            return {"text": input["name"]}
+    """)
+    project.config(policy=process(max_concurrency=2))
+    loaded = project.load()
+    handler = loaded.registry.handlers["probe"]
+    with pytest.raises(Exception, match="exit status 3"):
+        asyncio.run(handler({"name": "die"}, None, None))
+    answers: list[object] = []
+
+    def call(name: str) -> None:
+        try:
+            answers.append(asyncio.run(handler({"name": name}, None, None)))
+        except Exception as exc:  # noqa: BLE001 - what the test reports
+            answers.append(str(exc))
+
+    threads = [threading.Thread(target=call, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(map(str, answers)) == ["{'text': 'a'}", "{'text': 'b'}"]

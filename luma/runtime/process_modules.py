@@ -63,6 +63,7 @@ class ProcessModule:
         self.written = written
         self.folder = folder
         self.lock = threading.Lock()
+        self.start_lock = threading.Lock()
         self.ids = itertools.count(1)
         self.child: _Child | None = None
         self.children: list[_Child] = []  # every start, for the finalizer
@@ -107,11 +108,12 @@ class ProcessModule:
         return child
 
     def _running(self) -> _Child:
-        with self.lock:
-            child = self.child
-        if child is None or child.retiring or child.process.poll() is not None:
-            return self.launch()  # started again for this call
-        return child
+        with self.start_lock:  # calls that find the child gone start one new child
+            with self.lock:
+                child = self.child
+            if child is None or child.retiring or child.process.poll() is not None:
+                return self.launch()  # started again for this call
+            return child
 
     def stop(self) -> None:
         with self.lock:
