@@ -2,7 +2,7 @@
 
 A :class:`ProcessModule` starts the child (:mod:`luma.runtime.process_child`) when the program
 starts, and hands the tool pipeline one ``async`` proxy handler per tool. A call is one JSON line
-to the child (``id``, ``tool``, ``input``, ``needs``, ``deadline``); the child answers with one
+to the child (``id``, ``tool``, ``input``, ``needs``); the child answers with one
 line carrying the same ``id`` and a result (``ok``), a typed error (``tool_error``), output that
 is not JSON (``invalid``) or a failure. Calls are multiplexed over the pipes by ``id``.
 
@@ -141,7 +141,7 @@ class ProcessModule:
         future: asyncio.Future[Any] = loop.create_future()
         with self.lock:
             child.pending[call_id] = (loop, future)
-        message = {"id": call_id, "tool": tool, "input": value, "needs": needs, "deadline": None}
+        message = {"id": call_id, "tool": tool, "input": value, "needs": needs}
         if not self._write(child, message):
             with self.lock:
                 child.pending.pop(call_id, None)
