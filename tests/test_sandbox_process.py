@@ -369,3 +369,22 @@ def test_calls_from_two_threads_after_a_crash_start_one_child(project: Project) 
     for thread in threads:
         thread.join()
     assert sorted(map(str, answers)) == ["{'text': 'a'}", "{'text': 'b'}"]
+
+
+def test_datasource_bridges_in_a_process_module_are_a_start_error(project: Project) -> None:
+    project.write("tools.py", """
+        def warehouse(sql, params, signal):
+            return []
+
+        datasources = {"Warehouse": warehouse}
+
+        def probe(input):
+            return {"text": "x"}
+    """)
+    project.config(policy=process())
+    outcome = project.run()
+    assert (outcome.code, outcome.stdout) == (2, "")
+    assert outcome.stderr == (
+        "error: Tool module './tools.py' exports datasource bridges (Warehouse), which sandbox "
+        "'process' does not run: load the module that holds them under 'strict' or without a "
+        "sandbox.\n")

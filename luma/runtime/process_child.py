@@ -86,6 +86,14 @@ def _load(start: dict[str, Any]) -> dict[str, Any]:
     policy = SimpleNamespace(sandbox="strict", allow_builtins=start["allow_builtins"],
                              allow_env=start["allow_env"], allow_network=start["allow_network"])
     module = load_requested(request, Path(start["project"]), policy)
+    if module.datasources:
+        from luma.runtime.modules import ToolModuleError
+
+        names = ", ".join(sorted(module.datasources))
+        raise ToolModuleError(f"Tool module '{start['written']}' exports datasource bridges "
+                              f"({names}), which sandbox 'process' does not run: load the "
+                              "module that holds them under 'strict' or without a sandbox.",
+                              start["written"])
     return {name: HandlerInvoker(handler, name) for name, handler in module.handlers.items()}
 
 
