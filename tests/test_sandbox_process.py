@@ -386,5 +386,5 @@ def test_datasource_bridges_in_a_process_module_are_a_start_error(project: Proje
     assert (outcome.code, outcome.stdout) == (2, "")
     assert outcome.stderr == (
         "error: Tool module './tools.py' exports datasource bridges (Warehouse), which sandbox "
-        "'process' does not run: load the module that holds them under 'strict' or without a "
-        "sandbox.\n")
+        "'process' does not run: use a built-in bridge (datasources in luma.config.json), or a "
+        "tool_module_policy without 'process'.\n")

@@ -91,8 +91,9 @@ def _load(start: dict[str, Any]) -> dict[str, Any]:
 
         names = ", ".join(sorted(module.datasources))
         raise ToolModuleError(f"Tool module '{start['written']}' exports datasource bridges "
-                              f"({names}), which sandbox 'process' does not run: load the "
-                              "module that holds them under 'strict' or without a sandbox.",
+                              f"({names}), which sandbox 'process' does not run: use a "
+                              "built-in bridge (datasources in luma.config.json), or a "
+                              "tool_module_policy without 'process'.",
                               start["written"])
     return {name: HandlerInvoker(handler, name) for name, handler in module.handlers.items()}
 
