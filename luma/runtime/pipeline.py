@@ -533,7 +533,10 @@ class ToolPipeline:
                 getattr(config, "backend", "memory"), getattr(config, "path", None),
                 getattr(config, "encryption", None), base_dir=runtime.base_dir,
                 environ=runtime.env, warn=lambda message: runtime.warn("IDEMPOTENCY_STORE",
-                                                                       message))
+                                                                       message),
+                url_env=getattr(getattr(config, "url", None), "env", None),
+                table=getattr(config, "table", None), prefix=getattr(config, "prefix", None),
+                lease_ms=getattr(config, "lease_ms", None))
         except StoreError as err:
             raise LumaError(err.code, err.message) from None
 
