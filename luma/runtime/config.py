@@ -81,7 +81,7 @@ ToolModuleEntry = Annotated[Union[Annotated[str, Tag("str")],
 
 
 class ToolModulePolicy(_Strict):
-    sandbox: Literal["none", "strict"] = "none"
+    sandbox: Literal["none", "strict", "process"] = "none"
     allow_builtins: list[str] = Field(default_factory=list)
     allow_env: bool = False
     allow_network: bool = False
