@@ -26,6 +26,7 @@ _COMMANDS = """commands:
   luma fmt [PATH ...]        format .luma files in the canonical layout (--check, --diff)
   luma init [DIR]            create a new project that runs at once
   luma lsp                   run the language server on stdio (for editors)
+  luma test [PATH ...]       run the tests declared in .luma files; see 'luma test --help'
   luma help [COMMAND]        show the help of a command
 
 options:
@@ -40,7 +41,7 @@ _ENVIRONMENT = """environment:
   NO_COLOR               set to turn colour off (like --color never)
 """
 
-_NAMES = ("check", "run", "export", "fmt", "init", "lsp", "help")
+_NAMES = ("check", "run", "export", "fmt", "init", "lsp", "test", "help")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -91,6 +92,10 @@ def _dispatch(args: list[str], whole_process: bool = False) -> int:
         from luma.authoring import fmt_command
 
         return fmt_command(args[1:])
+    if first == "test":
+        from luma.cli_test import test_command
+
+        return test_command(args[1:])
     if first == "init":
         from luma.authoring import init_command
 
@@ -132,7 +137,8 @@ def help_command(argv: Sequence[str]) -> int:
 
     parsers = {"check": _check_parser, "run": lambda: _run_parser("luma run"),
                "export": _export_parser, "fmt": authoring.fmt_parser,
-               "init": authoring.init_parser, "lsp": authoring.lsp_parser}
+               "init": authoring.init_parser, "lsp": authoring.lsp_parser,
+               "test": _test_parser}
     usage = _top_parser()
     if len(argv) > 1:
         usage.error(f"unexpected argument '{argv[1]}' (luma help takes one command)")
@@ -145,6 +151,12 @@ def help_command(argv: Sequence[str]) -> int:
                     or f"unknown command '{name}' (commands: {', '.join(parsers)})")
     _write_stdout(parsers[name]().format_help())
     return EXIT_OK
+
+
+def _test_parser() -> _Parser:
+    from luma.cli_test import test_parser
+
+    return test_parser()
 
 
 # --------------------------------------------------------------------------------------- check

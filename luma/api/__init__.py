@@ -117,11 +117,13 @@ def start(checked: CheckedFile, *, tool_modules: Iterable[str | os.PathLike[str]
           stderr: IO[str] | None = None, verbose: bool = False,
           secrets: SecretRedactor | None = None,
           before_open: Callable[[], None] | None = None,
-          interactive: bool | None = None, script: list[Any] | None = None) -> Program:
+          interactive: bool | None = None, script: list[Any] | None = None,
+          stand_in: Callable[[str], Callable[..., Any]] | None = None) -> Program:
     """Start a program that compiled; raises :class:`StartError`. ``secrets`` is the
     redactor of every run (the command line's, which also guards its streams);
     ``before_open`` runs after the handlers are known and before the trace, the stores and
-    the models are opened (the command line chooses what to run there)."""
+    the models are opened (the command line chooses what to run there); ``stand_in(name)``
+    is the handler of a tool that has none (``luma test``, where a test may mock it)."""
     from luma.runtime.config import ConfigError, find_config, parse_config
     from luma.runtime.shared import SharedState
     from luma.runtime.secrets import SecretRedactor, register_startup_secrets
@@ -150,6 +152,9 @@ def start(checked: CheckedFile, *, tool_modules: Iterable[str | os.PathLike[str]
     register_startup_secrets(secrets, program, loaded_config, environ)  # before a module runs
     handlers, limits, bridges = _handlers(program, program_path, modules, loaded_config, tools)
     missing = [t.name for t in program.tools if t.kind == "tool" and t.name not in handlers]
+    if stand_in is not None:
+        handlers.update((name, stand_in(name)) for name in missing)
+        missing = []
     if missing:
         raise StartError([f"'{name}' is not registered in the tool registry." for name in missing])
     bridged = [t for t in program.tools if t.kind != "tool" and t.name in handlers]

@@ -72,6 +72,7 @@ class ToolHost(Protocol):
     base_dir: str
     concurrency_limits: dict[str, ConcurrencyLimit]
     inline_handler: str | None
+    call_observer: Callable[[str, Any, Any, LumaError | None, str], None] | None
 
     def warn(self, code: str, message: str) -> None: ...
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
 from luma.runtime.call_limit import ConcurrencyLimit
@@ -69,6 +69,9 @@ class Runtime:
         self.concurrency_limits: dict[str, ConcurrencyLimit] = {}
         # the tool whose sync handler is running on the event loop's thread right now
         self.inline_handler: str | None = None
+        # told of every tool call as it ends (luma test's calls()): name, the input as given,
+        # the validated result (None when it failed), the error, "direct" or "native"
+        self.call_observer: Callable[[str, Any, Any, LumaError | None, str], None] | None = None
         self.pipeline = ToolPipeline(self)
 
     @property
