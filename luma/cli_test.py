@@ -8,7 +8,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from luma.cli_common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _Parser, _write_stdout
+
+if TYPE_CHECKING:
+    from luma.compile import CheckedFile
+    from luma.syntax.ast import TestDecl
 
 EXIT_REVIEW = 3
 EXIT_NO_TESTS = 4
@@ -63,8 +69,8 @@ def test_command(argv: Sequence[str]) -> int:
     if missing:
         parser.error(f"no such file or folder: {missing[0]}")
     named = {Path(p) for p in paths if Path(p).is_file()}
-    work = []
-    broken = []
+    work: list[tuple[CheckedFile, TestDecl]] = []
+    broken: list[CheckedFile] = []
     for path in files:
         checked = check_file(path)
         if checked.program is not None and not checked.program.tests and path not in named:

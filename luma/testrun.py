@@ -105,16 +105,16 @@ async def run_test(checked: CheckedFile, test: ast.TestDecl, options: TestOption
     result = TestResult(file, test.name, _line(text, test.span.start), PASSED)
     started = time.perf_counter()
     hooks = _Hooks(result, text)
-    recording = {}
+    record = replay = None
     if options.record is not None:
-        recording["record"] = str(Path(options.record) / recording_name(test, file))
+        record = str(Path(options.record) / recording_name(test, file))
     if options.replay is not None:
-        recording["replay"] = str(Path(options.replay) / recording_name(test, file))
+        replay = str(Path(options.replay) / recording_name(test, file))
     stderr = io.StringIO()  # the offline model's notice and print() stay out of the report
     try:
         program = start(checked, tool_modules=options.tool_modules, config=options.config,
                         model=test.model or options.model, stderr=stderr,
-                        stand_in=_stand_in, **recording)
+                        stand_in=_stand_in, record=record, replay=replay)
     except StartError as exc:
         result.status, result.start_error = FAILED, True
         result.findings.append(Finding("error", result.line, _source_line(text, test.span),
@@ -130,7 +130,7 @@ async def run_test(checked: CheckedFile, test: ast.TestDecl, options: TestOption
         except AssertionFailed as failed:
             hooks.finding("assert", failed.stmt, failed.operands, failed.value, failed.message)
         except LumaError as err:
-            span = err.span if isinstance(err, LumaError) and err.span is not None else test.span
+            span = err.span if err.span is not None else test.span
             lines = [f"{err.code}: {program.secrets.redact(err.message)}"]
             result.findings.append(Finding("error", _line(text, span.start),
                                            _source_line(text, span), lines))
