@@ -89,6 +89,13 @@ def test_command(argv: Sequence[str]) -> int:
         sys.stderr.write(f"luma test: {len(broken)} file{'s' if len(broken) > 1 else ''} "
                          "with errors; no test ran\n")
         return EXIT_USAGE
+    if args.model is not None:
+        for checked in {id(c): c for c, _ in work}.values():
+            assert checked.program is not None
+            declared = [m.name for m in checked.program.models]
+            if args.model not in declared and args.model != "test":
+                parser.error(f"--model {args.model}: {checked.source.path} declares no model of "
+                             f"that name (models: {', '.join([*declared, 'test'])})")
     if not work:
         what = f" matching '{args.pattern}'" if args.pattern is not None else ""
         sys.stderr.write(f"luma test: no test{what} in {', '.join(paths)}\n")

@@ -98,6 +98,7 @@ def run_tests(work: Sequence[tuple[CheckedFile, ast.TestDecl]], options: TestOpt
 async def run_test(checked: CheckedFile, test: ast.TestDecl, options: TestOptions) -> TestResult:
     """Run one test in a program of its own."""
     from luma.api import start
+    from luma.models.resolve import ModelConfigError
     from luma.runtime.interpreter import Interpreter
 
     text = checked.source.text
@@ -115,6 +116,12 @@ async def run_test(checked: CheckedFile, test: ast.TestDecl, options: TestOption
         program = start(checked, tool_modules=options.tool_modules, config=options.config,
                         model=test.model or options.model, stderr=stderr,
                         stand_in=_stand_in, record=record, replay=replay)
+        if program._ask_setup is not None:
+            try:  # the test's model answers every ask, agents' own models included
+                program._ask_setup.models.force(test.model or options.model)
+            except ModelConfigError as exc:
+                await program.aclose()
+                raise StartError([f"--model: {m}" for m in exc.messages]) from None
     except StartError as exc:
         result.status, result.start_error = FAILED, True
         result.findings.append(Finding("error", result.line, _source_line(text, test.span),
@@ -131,7 +138,9 @@ async def run_test(checked: CheckedFile, test: ast.TestDecl, options: TestOption
             hooks.finding("assert", failed.stmt, failed.operands, failed.value, failed.message)
         except LumaError as err:
             span = err.span if err.span is not None else test.span
-            lines = [f"{err.code}: {program.secrets.redact(err.message)}"]
+            message = program.secrets.redact(err.message)
+            lines = [message if message.startswith(f"[{err.code}]")
+                     else f"[{err.code}] {message}"]
             result.findings.append(Finding("error", _line(text, span.start),
                                            _source_line(text, span), lines))
         finally:
