@@ -153,3 +153,44 @@ def test_a_folder_is_searched_for_tests(folder: str, tmp_path: Path) -> None:
     done = luma("test", "suite", cwd=tmp_path)
     assert done.code == 1, done.stderr
     assert len(_status_lines(done.stdout)) == 8  # the broken and test-less files are skipped
+
+
+def test_a_suite_recorded_once_replays_without_a_key_or_the_network(tmp_path: Path) -> None:
+    from providers import openai_fake
+
+    with openai_fake.server() as server:
+        server.reply(openai_fake.completion('{"team": "billing"}'))
+        server.reply(openai_fake.completion('{"team": "sales"}'))
+        program = tmp_path / "triage.luma"
+        program.write_text(f'''schema Route {{
+  team: string
+}}
+
+model Gpt {{
+  provider: "openai"
+  name: "gpt-test"
+  base_url: "{server.base_url}/v1"
+}}
+
+test "billing" {{
+  route = ask "Who handles a double charge?" -> Route
+  assert route.team == "billing"
+}}
+
+test "sales" {{
+  route = ask "Who handles a new contract?" -> Route
+  assert route.team == "sales"
+}}
+''', encoding="utf-8")
+        recorded = luma("test", str(program), "--model", "Gpt", "--record", str(tmp_path / "rec"),
+                        env={"OPENAI_API_KEY": openai_fake.KEY})
+        assert recorded.code == 0, recorded.stdout + recorded.stderr
+        assert len(server.requests) == 2
+    files = sorted(p.name for p in (tmp_path / "rec").iterdir())
+    assert files == ["triage--billing.json", "triage--sales.json"]
+    assert openai_fake.KEY not in "".join((tmp_path / "rec" / f).read_text() for f in files)
+    # the server is gone and there is no key: each test is served from its own recording
+    replayed = luma("test", str(program), "--model", "Gpt", "--replay", str(tmp_path / "rec"),
+                    env={"OPENAI_API_KEY": ""})
+    assert (replayed.code, _status_lines(replayed.stdout)) == (
+        0, ["PASSED       billing", "PASSED       sales"]), replayed.stdout + replayed.stderr
