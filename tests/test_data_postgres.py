@@ -18,7 +18,7 @@ import pytest
 
 from cli_runner import luma
 
-URL = os.environ.get("LUMA_TEST_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/test")
+URL = os.environ.get("LUMA_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 
 @pytest.fixture

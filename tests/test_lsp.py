@@ -352,3 +352,52 @@ def test_closing_a_document_clears_its_diagnostics(client: LspClient) -> None:
 
 def test_shutdown_ends_the_server(client: LspClient) -> None:
     assert client.shutdown() == 0
+
+
+DATA = """\
+schema Row {
+  id: string
+}
+
+datasource Shop {
+  description: "The shop's database."
+}
+
+query rows() -> Row[] {
+  datasource: Shop
+  sql: "select id from rows"
+}
+
+command clear() {
+  datasource: Shop
+  sql: "delete from rows"
+}
+"""
+
+
+@pytest.fixture()
+def own_client() -> Iterator[LspClient]:
+    c = LspClient()
+    try:
+        c.initialize()
+        yield c
+    finally:
+        c.close()
+
+
+def test_datasources_have_definition_references_hover_and_symbols(own_client: LspClient) -> None:
+    client = own_client
+    uri, _ = open_doc(client, "data", DATA)
+    found = client.request("textDocument/definition", {
+        "textDocument": {"uri": uri}, "position": at(DATA, "Shop", nth=1)})
+    assert found["range"] == {"start": at(DATA, "Shop"), "end": at(DATA, "Shop", delta=4)}
+    refs = client.request("textDocument/references", {
+        "textDocument": {"uri": uri}, "position": at(DATA, "Shop"),
+        "context": {"includeDeclaration": True}})
+    assert sorted(r["range"]["start"]["line"] for r in refs) == [4, 9, 14]
+    hover = client.request("textDocument/hover", {
+        "textDocument": {"uri": uri}, "position": at(DATA, "Shop", nth=2)})
+    assert "datasource Shop" in hover["contents"]["value"]
+    symbols = client.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}})
+    assert [(s["name"], s["detail"]) for s in symbols] == [
+        ("Row", "schema"), ("Shop", "datasource"), ("rows", "tool"), ("clear", "tool")]

@@ -125,6 +125,8 @@ def hover(analysis: Analysis, offset: int) -> str | None:
         if name:
             lines.append(f"model id: `{name}`")
         return "\n".join(lines)
+    if kind == "datasource":
+        return _code(_source_of(analysis, node))
     if kind == "agent":
         fns = ", ".join(f"`{f.name}`" for f in node.fns) or "none"
         return f"**agent {node.name}**\n\nfunctions: {fns}"

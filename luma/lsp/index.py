@@ -2,7 +2,8 @@
 declared and used. Plain data over the parsed program; nothing here speaks the protocol.
 
 A symbol's key says what it is: ``("schema", "Order")``, ``("tool", "calculate")``,
-``("model", "M")``, ``("agent", "Flow")``, ``("fn", "Flow", "run")``, ``("field", "Order", "id")``,
+``("model", "M")``, ``("datasource", "Shop")``, ``("agent", "Flow")``, ``("fn", "Flow", "run")``,
+``("field", "Order", "id")``,
 ``("var", "Flow.run", "stats")`` for a parameter or local variable of ``Flow.run`` (``"<top>"``
 for the program's top-level statements).
 """
@@ -83,6 +84,7 @@ class _Indexer:
         self.schemas = {d.name for d in program.schemas}
         self.tools = {t.name for t in program.tools}
         self.models = {m.name for m in program.models}
+        self.datasources = {d.name for d in program.datasources}
         self.agents = {a.name: a for a in program.agents}
 
     def define(self, key: Key, span: Span, node: Any) -> None:
@@ -104,6 +106,8 @@ class _Indexer:
                 self.define(("tool", d.name), d.name_span, d)
             elif isinstance(d, ast.ModelDecl):
                 self.define(("model", d.name), d.name_span, d)
+            elif isinstance(d, ast.DatasourceDecl):
+                self.define(("datasource", d.name), d.name_span, d)
             elif isinstance(d, ast.AgentDecl):
                 self.define(("agent", d.name), d.name_span, d)
                 for f in d.fns:
@@ -126,6 +130,9 @@ class _Indexer:
                 error = d.entry("error")
                 if error is not None and isinstance(error.value, ast.Name):
                     self.name_ref(error.value, "schema")
+                source = d.entry("datasource")  # a query's or a command's
+                if source is not None:
+                    self.name_ref(source.value, "datasource")
             elif isinstance(d, ast.AgentDecl):
                 self.agent(d)
         self.body("<top>", None, (), self.program.statements)
@@ -151,7 +158,8 @@ class _Indexer:
 
     def name_ref(self, expr: ast.Expr, kind: str) -> None:
         if isinstance(expr, ast.Name):
-            names = {"schema": self.schemas, "tool": self.tools, "model": self.models}[kind]
+            names = {"schema": self.schemas, "tool": self.tools, "model": self.models,
+                     "datasource": self.datasources}[kind]
             if expr.id in names:
                 self.use((kind, expr.id), expr.span)
 

@@ -22,7 +22,8 @@ from luma.syntax.source import SourceFile, Span
 DEBOUNCE_SECONDS = 0.02
 
 _SYMBOL_KINDS = {"schema": lsp.SymbolKind.Struct, "tool": lsp.SymbolKind.Function,
-                 "model": lsp.SymbolKind.Object, "agent": lsp.SymbolKind.Class,
+                 "model": lsp.SymbolKind.Object, "datasource": lsp.SymbolKind.Module,
+                 "agent": lsp.SymbolKind.Class,
                  "fn": lsp.SymbolKind.Method, "field": lsp.SymbolKind.Field,
                  "test": lsp.SymbolKind.Event}
 _COMPLETION_KINDS = {"keyword": lsp.CompletionItemKind.Keyword,
@@ -230,6 +231,8 @@ def document_symbols(ls: LumaServer,
             out.append(symbol("tool", d.name, d, d.name_span))
         elif isinstance(d, ast.ModelDecl):
             out.append(symbol("model", d.name, d, d.name_span))
+        elif isinstance(d, ast.DatasourceDecl):
+            out.append(symbol("datasource", d.name, d, d.name_span))
         elif isinstance(d, ast.AgentDecl):
             out.append(symbol("agent", d.name, d, d.name_span,
                               [symbol("fn", f.name, f, f.name_span) for f in d.fns]))
