@@ -181,6 +181,9 @@ def describe_unexpected(exc: Any, text: str,
                 and len(expected - {"COLON"}) <= 2:
             return (f"expected ':' after the configuration key '{name}'", start, end, hint)
 
+    if prev is not None and prev.type == "TEST" and not postlex.stack and tok.type != "STRING":
+        return (f"expected the test's name (a string) after 'test', found {found}", start, end,
+                "a top-level statement cannot begin with a variable named 'test': rename it")
     test_entry = _test_entry_problem(postlex, owner, prev, tok, start, end)
     if test_entry is not None:
         return test_entry
