@@ -23,6 +23,7 @@ _COMMANDS = """commands:
   luma check [PATH ...]      check .luma files (a CI lint); see 'luma check --help'
   luma PROGRAM.luma [...]    run a program (also 'luma run PROGRAM.luma'); see 'luma run --help'
   luma export PROGRAM.luma   print the tool declarations sent to a provider
+  luma batch PROGRAM.luma    run an agent method over every line of a JSON Lines file
   luma fmt [PATH ...]        format .luma files in the canonical layout (--check, --diff)
   luma init [DIR]            create a new project that runs at once
   luma lsp                   run the language server on stdio (for editors)
@@ -42,7 +43,7 @@ _ENVIRONMENT = """environment:
   NO_COLOR               set to turn colour off (like --color never)
 """
 
-_NAMES = ("check", "run", "export", "fmt", "init", "lsp", "test", "eval", "help")
+_NAMES = ("check", "run", "export", "batch", "fmt", "init", "lsp", "test", "eval", "help")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -89,6 +90,10 @@ def _dispatch(args: list[str], whole_process: bool = False) -> int:
         return export_command(args[1:])
     if first == "run":
         return run_command(args[1:], prog="luma run", whole_process=whole_process)
+    if first == "batch":
+        from luma.batch import batch_command
+
+        return batch_command(args[1:])
     if first == "fmt":
         from luma.authoring import fmt_command
 
@@ -141,7 +146,7 @@ def help_command(argv: Sequence[str]) -> int:
     from luma import authoring
 
     parsers = {"check": _check_parser, "run": lambda: _run_parser("luma run"),
-               "export": _export_parser, "fmt": authoring.fmt_parser,
+               "export": _export_parser, "batch": _batch_parser, "fmt": authoring.fmt_parser,
                "init": authoring.init_parser, "lsp": authoring.lsp_parser,
                "test": _test_parser, "eval": _eval_parser}
     usage = _top_parser()
@@ -514,3 +519,9 @@ def _reopen_closed_streams() -> None:
                               closefd=False)
 
 
+
+
+def _batch_parser() -> _Parser:
+    from luma.batch import batch_parser
+
+    return batch_parser()

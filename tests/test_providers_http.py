@@ -153,3 +153,38 @@ def test_a_key_an_http_header_cannot_carry_is_an_auth_error_that_never_shows_it(
     assert info.value.code == "MODEL_AUTH"
     assert info.value.message == ("Model 'Main': the API key in OPENAI_API_KEY holds a character "
                                   "an HTTP header cannot carry (only ASCII is allowed).")
+
+
+def test_a_retry_after_pauses_every_request_through_the_client_not_only_its_own():
+    import asyncio
+    import time
+
+    with openai_fake.server() as server:
+        server.reply({"error": {"message": "slow down"}}, 429, {"Retry-After": "1"})
+        for _ in range(4):
+            server.reply(openai_fake.completion("ok"))
+        s = settings("openai", server.base_url + "/v1")
+
+        async def go():
+            http = ModelHttp()
+            try:
+                p = make_provider(s, client=http, env=ENV)
+                first = asyncio.ensure_future(p.complete(ChatRequest(s, (user("x"),))))
+                while not server.requests:  # the 429 has been asked for
+                    await asyncio.sleep(0.01)
+                await asyncio.sleep(0.2)  # ...and answered
+                limited_at = time.monotonic()
+                others = await asyncio.gather(*(p.complete(ChatRequest(s, (user("y"),)))
+                                                for _ in range(3)))
+                return limited_at, [await first, *others]
+            finally:
+                await http.aclose()
+
+        limited_at, answers = run(go())
+    assert [a.content for a in answers] == ["ok"] * 4  # no request failed
+    assert len(server.requests) == 5
+    first_429 = server.requests[0].at
+    for later in server.requests[1:]:
+        # nobody asked again before the Retry-After second was over
+        assert later.at >= first_429 + 0.95, (later.at - first_429)
+    assert limited_at < first_429 + 0.5

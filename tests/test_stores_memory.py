@@ -297,9 +297,10 @@ def test_open_idempotency_store_from_config(tmp_path: Any) -> None:
     assert isinstance(store, FileIdempotencyStore) and store.persistent
     assert store.path == tmp_path / ".luma-idempotency.json"
     with pytest.raises(StoreStartupError) as caught:
-        open_idempotency_store("redis", base_dir=tmp_path)
+        open_idempotency_store("mongodb", base_dir=tmp_path)
     assert caught.value.message == (
-        'idempotency_store.backend must be "memory" or "file", not "redis".')
+        'idempotency_store.backend must be "memory", "file", "postgres" or "redis", '
+        'not "mongodb".')
     with pytest.raises(StoreStartupError) as caught:
         open_idempotency_store("memory", encryption="aes-256-gcm", base_dir=tmp_path)
     assert caught.value.message == (

@@ -17,6 +17,7 @@ idempotency store and HTTP connection pool are shared. Every Luma error a run ra
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -258,6 +259,8 @@ def _handlers(program: Any, program_path: Path, modules: list[str], config: Any,
     from luma.runtime.manifests import load_program_modules
 
     loaded = load_program_modules(program_path.resolve().parent, config, modules)
+    for warning in loaded.warnings:
+        sys.stderr.write(f"warning: {warning}\n")
     problems = [f"{exc.path}:{exc.line}: {exc.message}" if exc.line else exc.message
                 for exc in loaded.errors]
     handlers = dict(loaded.registry.handlers)

@@ -147,7 +147,13 @@ class HostCheck:
                 self._report(out, "E041", exc.message, span)
         else:
             try:
-                module = load_tool_module(path)
+                if path.suffix in (".js", ".mjs", ".cjs", ".ts", ".mts"):  # a Node.js child
+                    from luma.runtime.manifests import ModuleRequest, load_requested
+
+                    module = load_requested(ModuleRequest("--tool-module", str(path),
+                                                          path.resolve()), project, None)
+                else:
+                    module = load_tool_module(path)
             except ToolModuleError as exc:
                 self._report(out, "E041", exc.message, self._span_at(exc.path, exc.line))
         self._modules[key] = module

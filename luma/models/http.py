@@ -123,6 +123,9 @@ class ModelHttp:
         self.recording = recording
         self._sleep = sleep or asyncio.sleep
         self._jitter = jitter or random.random
+        # a provider's Retry-After pauses every request sent through this client (all the
+        # concurrent runs of a program, the rows of a batch), not only the one that got it
+        self._paused_until: dict[str, float] = {}
 
     @property
     def client(self) -> httpx.AsyncClient:
@@ -156,8 +159,14 @@ class ModelHttp:
         payload = encode_body(body, secrets).encode("utf-8")
         settings = endpoint.settings
         attempts = max(0, settings.max_retries) + 1
+        host = _origin(url)
+        waited = False  # this request has just waited out its own Retry-After
         for attempt in range(1, attempts + 1):
             last = attempt == attempts
+            pause = self._paused_until.get(host, 0.0) - time.monotonic()
+            if pause > 0 and not waited:
+                await self._wait(pause)
+            waited = False
             try:
                 status, response_headers, content = await self._send(
                     endpoint, url, {"content-type": "application/json", **headers}, payload)
@@ -195,6 +204,13 @@ class ModelHttp:
             retryable = status in RETRYABLE_STATUS or status >= 500
             if retryable and not last:
                 delay = retry_after(response_headers, time.time())
+                if delay is not None and delay <= RETRY_AFTER_CAP_S:
+                    until = time.monotonic() + delay
+                    if until > self._paused_until.get(host, 0.0):
+                        self._paused_until[host] = until
+                    await self._wait(delay)
+                    waited = True
+                    continue
                 if delay is None:
                     delay = self._backoff(attempt)
                 if delay <= RETRY_AFTER_CAP_S:
@@ -247,6 +263,12 @@ def encode_body(body: Any, secrets: SecretRedactor) -> str:
         text = value.json(secrets) if isinstance(value, JsonArray) else encode_json(value, secrets)
         members.append(f"{encode_json(key, secrets)}:{text}")
     return "{" + ",".join(members) + "}"
+
+
+def _origin(url: str) -> str:
+    """The scheme and host of ``url``: what one Retry-After pauses."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def retry_after(headers: Mapping[str, str], now: float) -> float | None:

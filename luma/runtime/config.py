@@ -52,7 +52,7 @@ class ToolModuleManifest(_Strict):
 
 
 class ToolModulePolicy(_Strict):
-    sandbox: Literal["none", "strict"] = "none"
+    sandbox: Literal["none", "strict", "process"] = "none"
     allow_builtins: list[str] = Field(default_factory=list)
     allow_env: bool = False
     allow_network: bool = False
@@ -65,14 +65,18 @@ class ContextField(_Strict):
     parse: Literal["string", "json", "number", "integer", "boolean"] = "string"
 
 
-class IdempotencyStoreConfig(_Strict):
-    backend: Literal["memory", "file"] = "memory"
-    path: str | None = None
-    encryption: Literal["aes-256-gcm"] | None = None
-
-
 class EnvReference(_Strict):
     env: str
+
+
+class IdempotencyStoreConfig(_Strict):
+    backend: Literal["memory", "file", "postgres", "redis"] = "memory"
+    path: str | None = None
+    encryption: Literal["aes-256-gcm"] | None = None
+    url: EnvReference | None = None  # postgres, redis: the variable that holds the URL
+    table: str | None = None  # postgres
+    prefix: str | None = None  # redis
+    lease_ms: int | None = Field(default=None, ge=100)
 
 
 class DatasourceConfig(_Strict):
@@ -129,6 +133,7 @@ _ALLOWED_KEYS: dict[str, tuple[str, ...]] = {
     "tool_modules[]": tuple(ToolModuleManifest.model_fields),
     "tool_module_policy": tuple(ToolModulePolicy.model_fields),
     "idempotency_store": tuple(IdempotencyStoreConfig.model_fields),
+    "idempotency_store.url": tuple(EnvReference.model_fields),
     "tool_contexts.*.*": tuple(ContextField.model_fields),
     "datasources.*": tuple(DatasourceConfig.model_fields),
     "datasources.*.url": tuple(EnvReference.model_fields),

@@ -68,7 +68,8 @@ class LoadedModules:
     limits: dict[str, CallLimit] = field(default_factory=dict)
     loaded: list[tuple[ModuleRequest, ToolModule]] = field(default_factory=list)
     errors: list[ToolModuleError] = field(default_factory=list)
-    max_memory_mb: int | None = None  # recorded from the policy; not enforced in-process
+    max_memory_mb: int | None = None  # from the policy; enforced under "process" only
+    warnings: list[str] = field(default_factory=list)  # said at start-up (process modules)
 
 
 def load_program_modules(program_dir: Path, config: Any,
@@ -78,7 +79,7 @@ def load_program_modules(program_dir: Path, config: Any,
     reported in one go; a module that fails registers nothing."""
     project = program_dir.resolve()
     policy = getattr(config, "tool_module_policy", None)
-    strict = policy is not None and policy.sandbox == "strict"
+    strict = policy is not None and policy.sandbox in ("strict", "process")
     out = LoadedModules(max_memory_mb=policy.max_memory_mb if policy is not None else None)
     requests: list[ModuleRequest] = []
     manifests = config.module_manifests() if config is not None else []
@@ -101,7 +102,7 @@ def load_program_modules(program_dir: Path, config: Any,
             continue  # the same file with the same metadata is loaded once
         seen[request.file] = request
         try:
-            module = load_requested(request, project, policy)
+            module = load_requested(request, project, policy, out.warnings)
             out.registry.add(module)
         except ToolModuleError as exc:
             out.errors.append(exc)
@@ -153,9 +154,18 @@ def resolve_command_line(written: str, project: Path, strict: bool) -> ModuleReq
     return ModuleRequest(COMMAND_LINE, written, file)
 
 
-def load_requested(request: ModuleRequest, project: Path, policy: Any) -> ToolModule:
+def load_requested(request: ModuleRequest, project: Path, policy: Any,
+                   warnings: list[str] | None = None) -> ToolModule:
     """Load one resolved module: its integrity, checked on the bytes that will run, then its
-    code under the import rules of its manifest and the policy."""
+    code under the import rules of its manifest and the policy. Under ``"sandbox": "process"``
+    the module is loaded (under the ``strict`` rules) in its own child process, and what
+    cannot be enforced there is added to ``warnings``."""
+    if request.file.suffix in (".js", ".mjs", ".cjs", ".ts", ".mts"):
+        return _load_in_node(request, project, policy,
+                             warnings if warnings is not None else [])
+    if policy is not None and policy.sandbox == "process":
+        return _load_in_process(request, project, policy,
+                                warnings if warnings is not None else [])
     strict = policy is not None and policy.sandbox == "strict"
     rules = ImportRules(
         project_dir=project, strict=strict,
@@ -179,6 +189,58 @@ def load_requested(request: ModuleRequest, project: Path, policy: Any) -> ToolMo
     if request.integrity is not None:
         verify_integrity(executor.data, request.integrity, request.label, request.written)
     return load_tool_module(request.file, shown=request.written, executor=executor)
+
+
+def _load_in_process(request: ModuleRequest, project: Path, policy: Any,
+                     warnings: list[str]) -> ToolModule:
+    from luma.runtime.process_modules import start_process_module
+
+    start = {"key": request.key, "written": request.written, "file": str(request.file),
+             "version": request.version, "integrity": request.integrity,
+             "dependencies": list(request.dependencies) if request.dependencies is not None
+             else None,
+             "dependency_root": str(request.dependency_root) if request.dependency_root
+             else None,
+             "project": str(project), "allow_builtins": list(policy.allow_builtins),
+             "allow_env": policy.allow_env, "allow_network": policy.allow_network,
+             "max_memory_mb": policy.max_memory_mb, "max_concurrency": policy.max_concurrency}
+    module, child = start_process_module(start, request.written, request.file.parent)
+    _network_warnings(request, child.warnings, warnings)
+    return module
+
+
+def _network_warnings(request: ModuleRequest, problems: list[str], warnings: list[str]) -> None:
+    held = ("held by the strict rules only" if request.file.suffix == ".py"
+            else "not held at all")
+    for problem in problems:
+        warnings.append(f"{request.label} runs in its own process, but the network cannot be "
+                        f"closed to it: the kernel refused a network namespace ({problem}); "
+                        f"tool_module_policy.allow_network false is {held}.")
+
+
+def _load_in_node(request: ModuleRequest, project: Path, policy: Any,
+                  warnings: list[str]) -> ToolModule:
+    """A JavaScript or TypeScript module: always in a Node.js child process of its own."""
+    from luma.runtime.process_modules import node_command, start_process_module
+
+    if request.integrity is not None:
+        try:
+            data = request.file.read_bytes()
+        except OSError as exc:
+            raise ToolModuleError(f"{request.label} cannot be read: {exc.strerror or exc}.",
+                                  request.written) from None
+        verify_integrity(data, request.integrity, request.label, request.written)
+    start = {"key": request.key, "written": request.written, "file": str(request.file),
+             "dependencies": list(request.dependencies) if request.dependencies is not None
+             else None,
+             "dependency_root": str(request.dependency_root) if request.dependency_root
+             else None,
+             "project": str(project),
+             "max_memory_mb": policy.max_memory_mb if policy is not None else None}
+    module, child = start_process_module(start, request.written, request.file.parent,
+                                         node_command(request.written, policy))
+    _network_warnings(request, child.warnings, warnings)
+    return module
 
 
 def expected_digest(integrity: str, label: str, shown: str) -> bytes:

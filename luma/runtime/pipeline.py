@@ -27,6 +27,7 @@ from luma.runtime.cache import CACHE_OFF, ResultCache, copy_error
 from luma.runtime.contexts import Need, NeedsResolver
 from luma.runtime.errors import LumaError, LumaToolError
 from luma.runtime.handlers import HandlerInvoker, HandlerTimeout
+from luma.runtime.process_errors import RemoteFailure, RemoteOutputInvalid
 from luma.runtime.signal import Signal
 from luma.runtime.settings import (
     AgentSettings,
@@ -273,6 +274,10 @@ class ToolPipeline:
         """What a handler raised, as a Luma error."""
         if isinstance(exc, LumaToolError):
             return self._typed_error(tool, exc)
+        if isinstance(exc, RemoteOutputInvalid):  # a process module's output that is not JSON
+            return LumaError(TOOL_OUTPUT_INVALID, f"[{TOOL_OUTPUT_INVALID}] "
+                             f"{join_path(tool.output_prefix, exc.path)}: {exc.text}",
+                             tool=tool.name)
         if isinstance(exc, LumaError):
             invalid = self._error_fields_problem(tool, exc.code, exc.message, exc.details,
                                                  exc.extra)
@@ -288,7 +293,10 @@ class ToolPipeline:
         name = type(exc).__name__
         # secrets out before the whitespace is collapsed: one with a newline still matches
         text = " ".join(self._redact(_exception_text(exc)).split())
-        if isinstance(exc, SystemExit):
+        if isinstance(exc, RemoteFailure):  # raised in a process module's child, or its end
+            name, text = exc.exception, " ".join(self._redact(exc.text).split())
+            stats.traceback = None
+        elif isinstance(exc, SystemExit):
             text = f"the handler called exit({_safe_repr(exc.code)})"
         elif isinstance(exc, KeyboardInterrupt):
             text = "the handler raised KeyboardInterrupt"
@@ -529,7 +537,10 @@ class ToolPipeline:
                 getattr(config, "backend", "memory"), getattr(config, "path", None),
                 getattr(config, "encryption", None), base_dir=runtime.base_dir,
                 environ=runtime.env, warn=lambda message: runtime.warn("IDEMPOTENCY_STORE",
-                                                                       message))
+                                                                       message),
+                url_env=getattr(getattr(config, "url", None), "env", None),
+                table=getattr(config, "table", None), prefix=getattr(config, "prefix", None),
+                lease_ms=getattr(config, "lease_ms", None))
         except StoreError as err:
             raise LumaError(err.code, err.message) from None
 

@@ -1,0 +1,313 @@
+"""Tool modules under ``"sandbox": "process"``: each in its own child process (RUNTIME.md §6).
+
+A :class:`ProcessModule` starts the child (:mod:`luma.runtime.process_child`) when the program
+starts, and hands the tool pipeline one ``async`` proxy handler per tool. A call is one JSON line
+to the child (``id``, ``tool``, ``input``, ``needs``); the child answers with one
+line carrying the same ``id`` and a result (``ok``), a typed error (``tool_error``), output that
+is not JSON (``invalid``) or a failure. Calls are multiplexed over the pipes by ``id``.
+
+The child gets a clean environment, the module's folder as its working folder, no file
+descriptor but its standard streams, ``max_memory_mb`` as its ``RLIMIT_AS`` and, while
+``allow_network`` is false, an empty network namespace. A child that ends (a crash, the memory
+limit, a kill) fails the calls in flight with ``TOOL_FAILED`` and is started again for the next
+call. A call that is given up (its timeout, a cancellation) is cancelled in the child, whose
+``Signal`` fires; a child that still has not answered :data:`KILL_GRACE_S` later is killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import signal as signals
+import subprocess
+import sys
+import threading
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from luma.runtime.errors import LumaError, LumaToolError
+from luma.runtime.modules import ToolModule, ToolModuleError
+from luma.runtime.process_errors import RemoteFailure, RemoteOutputInvalid
+
+KILL_GRACE_S = 0.5
+START_TIMEOUT_S = 30.0
+
+#: The whole environment of a child: no variable of Luma's process reaches it.
+CLEAN_ENVIRONMENT = {"LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8",
+                     "PYTHONDONTWRITEBYTECODE": "1", "MALLOC_ARENA_MAX": "2"}
+
+_BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
+         "from luma.runtime.process_child import main; main()")
+_LUMA_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+class _Child:
+    """One start of a module's process, and the calls waiting for its answers."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
+        self.pending: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
+        self.retiring = False  # it said it will end (past its memory limit)
+
+
+class ProcessModule:
+    """One tool module's child process, started again after it ends."""
+
+    def __init__(self, start: dict[str, Any], written: str, folder: Path,
+                 command: list[str] | None = None) -> None:
+        self.command = command or [sys.executable, "-I", "-c", _BOOT, _LUMA_ROOT]
+        self.start_message = start
+        self.written = written
+        self.folder = folder
+        self.lock = threading.Lock()
+        self.start_lock = threading.Lock()
+        self.ids = itertools.count(1)
+        self.child: _Child | None = None
+        self.children: list[_Child] = []  # every start, for the finalizer
+        self.tools: list[str] = []
+        self.warnings: list[str] = []
+
+    # ------------------------------------------------------------------ the child process
+
+    def launch(self) -> _Child:
+        """Start the child and wait for its first line; raises :class:`ToolModuleError` when
+        the module does not load there."""
+        process = subprocess.Popen(
+            self.command, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=None, cwd=self.folder, env=dict(CLEAN_ENVIRONMENT),
+            close_fds=True, start_new_session=True)
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write(json.dumps(self.start_message).encode() + b"\n")
+            process.stdin.flush()
+        except OSError:
+            pass  # the child is gone already: its first line says why
+        first = _parse(process.stdout.readline())
+        if first is None or "ready" not in first:
+            process.kill()
+            process.wait()
+            if first is not None and "load_error" in first:
+                error = first["load_error"]
+                raise ToolModuleError(error["message"], self.written, error.get("line"))
+            raise ToolModuleError(f"Tool module '{self.written}' could not be started in its "
+                                  f"process: {_ending(process.returncode)}.", self.written)
+        self.tools = list(first["ready"])
+        self.warnings = list(first.get("warnings", []))
+        child = _Child(process)
+        with self.lock:
+            self.child = child
+        # The reader holds the module weakly: a module nobody uses any more is collected, and
+        # its finalizer ends the child.
+        threading.Thread(target=_read, args=(weakref.ref(self), self.lock, child,
+                                             self.start_message["max_memory_mb"]),
+                         daemon=True, name=f"luma-process-{self.written}").start()
+        self.children[:] = [c for c in self.children if c.process.poll() is None] + [child]
+        return child
+
+    def _running(self) -> _Child:
+        with self.start_lock:  # calls that find the child gone start one new child
+            with self.lock:
+                child = self.child
+            if child is None or child.retiring or child.process.poll() is not None:
+                return self.launch()  # started again for this call
+            return child
+
+    def stop(self) -> None:
+        with self.lock:
+            self.child = None
+        _stop_all(self.children)
+
+    def _write(self, child: _Child, message: dict[str, Any]) -> bool:
+        stdin = child.process.stdin
+        assert stdin is not None
+        data = json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n"
+        try:
+            with self.lock:
+                stdin.write(data)
+                stdin.flush()
+        except OSError:
+            return False
+        return True
+
+    # ------------------------------------------------------------------------------ calls
+
+    async def call(self, tool: str, value: Any, signal: Any, needs: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        child = self._running()
+        call_id = next(self.ids)
+        future: asyncio.Future[Any] = loop.create_future()
+        with self.lock:
+            child.pending[call_id] = (loop, future)
+        message = {"id": call_id, "tool": tool, "input": value, "needs": needs}
+        if not self._write(child, message):
+            with self.lock:
+                child.pending.pop(call_id, None)
+            raise RemoteFailure(f"the tool module's process ended "
+                                f"({_ending(child.process.wait())})", "ProcessEnded")
+        try:
+            answer = await future
+        except asyncio.CancelledError:
+            reason = getattr(signal, "reason", None) or "cancelled"
+            self._write(child, {"cancel": call_id, "reason": reason})
+            timer = threading.Timer(KILL_GRACE_S, self._kill_if_pending, (child, call_id))
+            timer.daemon = True
+            timer.start()
+            raise
+        return _answer(answer)
+
+    def _kill_if_pending(self, child: _Child, call_id: int) -> None:
+        """The child has not answered a cancelled call in time: it ignores its Signal."""
+        with self.lock:
+            still = call_id in child.pending  # the answer removes it
+        if still and child.process.poll() is None:
+            child.process.kill()
+
+    def handler(self, tool: str) -> Any:
+        async def handler(input: Any, signal: Any, needs: Any) -> Any:
+            return await self.call(tool, input, signal, needs)
+
+        handler.__name__ = tool
+        return handler
+
+
+NODE_RUNNER = Path(__file__).resolve().parent / "node" / "runner.mjs"
+NODE_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".mts")
+
+
+#: Starts a Node.js module's child: leaves the network (when asked) and becomes ``node``.
+_NODE_BOOT = """
+import ctypes, ctypes.util, json, os, sys
+node, runner, isolate, heap = json.loads(sys.argv[1])
+warning = ""
+if isolate:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        if libc.unshare(0x10000000 | 0x40000000) != 0:
+            warning = os.strerror(ctypes.get_errno())
+    except (OSError, AttributeError) as exc:
+        warning = str(exc)
+flags = [f"--max-old-space-size={heap}"] if heap else []
+os.execv(node, [node, "--no-warnings", *flags, runner, warning])
+"""
+
+
+def node_command(written: str, policy: Any) -> list[str]:
+    """How a JavaScript or TypeScript module's child starts: ``node`` and the runner, in an
+    empty network namespace while the policy's ``allow_network`` is false, with
+    ``max_memory_mb`` as the V8 heap limit."""
+    import shutil
+
+    node = shutil.which("node")
+    if node is None:
+        raise ToolModuleError(f"Tool module '{written}' is JavaScript or TypeScript, and running "
+                              "it needs Node.js: 'node' was not found on PATH.", written)
+    isolate = policy is not None and not policy.allow_network
+    heap = policy.max_memory_mb if policy is not None else None
+    return [sys.executable, "-I", "-c", _NODE_BOOT,
+            json.dumps([node, str(NODE_RUNNER), isolate, heap])]
+
+
+def start_process_module(start: dict[str, Any], written: str, folder: Path,
+                         command: list[str] | None = None) -> tuple[ToolModule, ProcessModule]:
+    """Start the module's child and build its proxy handlers."""
+    module = ProcessModule(start, written, folder, command)
+    module.launch()
+    weakref.finalize(module, _stop_all, module.children)  # also at exit
+    handlers = {name: module.handler(name) for name in module.tools}
+    return ToolModule(written, handlers, "process"), module
+
+
+def _read(ref: Callable[[], ProcessModule | None], lock: threading.Lock, child: _Child,
+          limit: int | None) -> None:
+    """Hand each answer of ``child`` to the call waiting for it; when the child ends, fail the
+    calls still waiting."""
+    out = child.process.stdout
+    assert out is not None
+    for line in out:
+        message = _parse(line)
+        if message is None or "id" not in message:
+            continue
+        with lock:
+            if message.get("restart"):
+                child.retiring = True  # the next call starts a new process
+            waiting = child.pending.pop(message["id"], None)
+        if waiting is not None:
+            _settle(waiting, message)
+    code = child.process.wait()
+    module = ref()
+    with lock:
+        if module is not None and module.child is child:
+            module.child = None
+        left, child.pending = child.pending, {}
+    del module
+    text = f"the tool module's process ended ({_ending(code)})"
+    if limit is not None and code in (-signals.SIGSEGV, -signals.SIGABRT, -signals.SIGBUS):
+        text += f"; its memory is limited by tool_module_policy.max_memory_mb ({limit} MB)"
+    for waiting in left.values():
+        _settle(waiting, {"failure": text, "exception": "ProcessEnded"})
+
+
+def _stop_all(children: list[_Child]) -> None:
+    """End every child still running: the end of its input first, then a kill."""
+    for child in children:
+        process = child.process
+        if process.poll() is not None:
+            continue
+        try:
+            assert process.stdin is not None
+            process.stdin.close()  # the child ends at the end of its input
+            process.wait(timeout=1.0)
+        except (OSError, subprocess.TimeoutExpired):
+            process.kill()
+            process.wait()
+    children.clear()
+
+
+def _answer(answer: dict[str, Any]) -> Any:
+    if "ok" in answer:
+        return answer["ok"]
+    if "tool_error" in answer:
+        e = answer["tool_error"]
+        raise LumaToolError(e["code"], e["message"], e["retryable"], e["details"],
+                            **(e.get("extra") or {}))
+    if "invalid" in answer:
+        raise RemoteOutputInvalid(*answer["invalid"])
+    if "timeout" in answer or "cancelled" in answer:
+        raise asyncio.CancelledError()
+    raise RemoteFailure(answer.get("failure", "no answer"), answer.get("exception", "Exception"))
+
+
+def _settle(waiting: tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]],
+            message: dict[str, Any]) -> None:
+    loop, future = waiting
+
+    def land() -> None:
+        if not future.done():
+            future.set_result(message)
+
+    try:
+        loop.call_soon_threadsafe(land)
+    except RuntimeError:
+        pass  # that run's loop has closed
+
+
+def _parse(line: bytes) -> dict[str, Any] | None:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    return message if isinstance(message, dict) else None
+
+
+def _ending(code: int | None) -> str:
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by {signals.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"

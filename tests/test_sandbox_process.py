@@ -1,0 +1,390 @@
+"""``"sandbox": "process"`` (RUNTIME.md §6): each tool module in its own child process, with a
+clean environment, its folder as working folder, ``max_memory_mb`` as ``RLIMIT_AS``, an empty
+network namespace while ``allow_network`` is false, and a restart after the child ends. These
+are real child processes; nothing of the protocol is patched."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sandbox.project import Project, isolated_imports, project  # noqa: F401 (fixtures)
+
+PREFIX = "error[TOOL_FAILED]: Tool 'probe' failed: "
+
+#: ``probe`` called twice: the second call shows whether the module's process came back.
+TWICE = """schema Out {
+  text: string
+}
+tool probe(name: string) -> Out {
+  description: "probes"
+}
+first = ""
+try {
+  r = tool probe({ name: NAME })
+  first = r.text
+} catch err {
+  first = err.message
+}
+second = tool probe({ name: "again" })
+{ first: first, second: second.text }
+"""
+
+
+PROGRAM_ONCE = """schema Out {
+  text: string
+}
+tool probe(name: string) -> Out {
+  description: "probes"
+}
+r = tool probe({ name: "x" })
+r
+"""
+
+
+def process(*allow: str, **settings: object) -> dict[str, object]:
+    return {"sandbox": "process", "allow_builtins": list(allow), **settings}
+
+
+def test_the_escape_that_reads_the_environment_under_strict_finds_nothing_in_a_process(
+        project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The module that reads the environment under ``strict`` (tests/sandbox/escape.py) finds
+    an empty one in its process; the strict rules still refuse its process start there."""
+    monkeypatch.setenv("LUMA_SANDBOX_PROBE", "leaked")
+    project.fixture("escape.py")
+    project.config(policy=process())
+    outcome = project.run("LUMA_SANDBOX_PROBE")
+    assert (outcome.code, outcome.value) == (0, {
+        "text": " refused: Tool module './tools.py' may not start a process "
+                "('subprocess.Popen'): sandbox 'strict' always forbids it."})
+
+
+def test_the_child_environment_is_clean_and_its_folder_is_the_module_folder(
+        project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    project.write("tools/tools.py", """
+        REAL = getattr(print.__self__, '__imp' + 'ort__')
+
+        def probe(input):
+            os = REAL("os")
+            return {"text": repr(sorted(getattr(os, "envi" + "ron"))) + " " + os.getcwd()}
+    """)
+    project.config(modules=["./tools/tools.py"], policy=process())
+    outcome = project.run()
+    assert outcome.code == 0, outcome.stderr
+    text = outcome.value["text"]
+    assert text == ("['LC_ALL', 'MALLOC_ARENA_MAX', 'PYTHONDONTWRITEBYTECODE', "
+                    f"'PYTHONIOENCODING'] {(project.folder / 'tools').resolve()}")
+
+
+def test_no_file_descriptor_is_inherited(project: Project, tmp_path: Path) -> None:
+    kept = open(tmp_path / "parent-only.txt", "w")  # an open descriptor in Luma's process
+    os.set_inheritable(kept.fileno(), True)
+    project.write("tools.py", """
+        REAL = getattr(print.__self__, '__imp' + 'ort__')
+
+        def probe(input):
+            os = REAL("os")
+            targets = []
+            for fd in os.listdir("/proc/self/fd"):
+                if int(fd) <= 2:
+                    continue
+                try:
+                    targets.append(os.readlink("/proc/self/fd/" + fd))
+                except OSError:
+                    pass  # the descriptor listdir read the folder with
+            return {"text": repr(sorted(targets))}
+    """)
+    project.config(policy=process())
+    try:
+        targets = eval(project.run().value["text"])  # noqa: S307 - the list the child printed
+    finally:
+        kept.close()
+    assert str(tmp_path / "parent-only.txt") not in targets
+    # the protocol's pipe and the event loop's own: nothing that was open in Luma's process
+    assert all(target.split(":")[0] in ("pipe", "socket", "anon_inode")
+               for target in targets), targets
+
+
+def test_memory_past_the_limit_fails_the_call_and_the_process_comes_back(
+        project: Project) -> None:
+    project.write("tools.py", """
+        def probe(input):
+            if input["name"] == "big":
+                block = bytearray(1024 * 1024 * 1024)
+                return {"text": str(len(block))}
+            return {"text": "fine"}
+    """)
+    project.config(policy=process(max_memory_mb=256))
+    outcome = project.run("big", program=TWICE)
+    assert (outcome.code, outcome.value) == (0, {
+        "first": "Tool 'probe' failed: MemoryError: the handler went past "
+                 "tool_module_policy.max_memory_mb (256 MB)",
+        "second": "fine"})
+
+
+def test_a_child_that_exits_fails_the_call_and_is_started_again(project: Project) -> None:
+    project.write("tools.py", """
+        REAL = getattr(print.__self__, '__imp' + 'ort__')
+
+        def probe(input):
+            if input["name"] == "die":
+                REAL("os")._exit(3)
+            return {"text": "back"}
+    """)
+    project.config(policy=process())
+    outcome = project.run("die", program=TWICE)
+    assert (outcome.code, outcome.value) == (0, {
+        "first": "Tool 'probe' failed: the tool module's process ended (exit status 3)",
+        "second": "back"})
+
+
+def test_a_child_that_is_killed_fails_the_call(project: Project) -> None:
+    project.write("tools.py", """
+        REAL = getattr(print.__self__, '__imp' + 'ort__')
+
+        def probe(input):
+            if input["name"] == "segfault":
+                REAL("faulthandler")._sigsegv()
+            return {"text": "back"}
+    """)
+    project.config(policy=process())
+    outcome = project.run("segfault", program=TWICE)
+    assert outcome.code == 0, outcome.stderr
+    assert outcome.value == {
+        "first": "Tool 'probe' failed: the tool module's process ended (killed by SIGSEGV)",
+        "second": "back"}
+
+
+def test_a_child_that_ignores_its_signal_past_the_deadline_is_killed(project: Project) -> None:
+    project.write("tools.py", """
+        REAL = getattr(print.__self__, '__imp' + 'ort__')
+
+        def probe(input, signal):
+            if input["name"] == "stuck":
+                REAL("pathlib").Path("pid.txt").write_text(str(REAL("os").getpid()))
+                while True:
+                    pass
+            return {"text": "back"}
+    """)
+    project.config(policy=process())
+    program = TWICE.replace('description: "probes"', 'description: "probes"\n  timeout: 300')
+    outcome = project.run("stuck", program=program)
+    assert (outcome.code, outcome.value) == (0, {
+        "first": "Tool 'probe' timed out after 300 ms.", "second": "back"})
+    pid = int((project.folder / "pid.txt").read_text())
+    with pytest.raises(ProcessLookupError):
+        for _ in range(50):
+            os.kill(pid, 0)
+            time.sleep(0.1)
+
+
+@pytest.fixture()
+def listener() -> Iterator[tuple[threading.Thread, int, list[bool]]]:
+    server = socket.create_server(("127.0.0.1", 0))
+    accepted: list[bool] = []
+
+    def serve() -> None:
+        try:
+            connection, _ = server.accept()
+            accepted.append(True)
+            connection.close()
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield thread, server.getsockname()[1], accepted
+    server.close()
+
+
+NETWORK_BY_A_THREAD = """
+    REAL = getattr(print.__self__, '__imp' + 'ort__')
+
+    def probe(input):
+        address = ("127.0.0.1", int(input["name"]))
+        thread = REAL("threading").Thread(target=REAL("sock" + "et").create_connection,
+                                          args=(address, 2))
+        thread.start()
+        thread.join()
+        return {"text": "tried"}
+"""
+
+
+def test_a_connection_by_another_thread_gets_through_strict(
+        project: Project, listener: tuple[threading.Thread, int, list[bool]]) -> None:
+    """*Remains* under strict: work handed to another thread is not held by the effect rules."""
+    thread, port, accepted = listener
+    project.write("tools.py", NETWORK_BY_A_THREAD)
+    project.config(policy={"sandbox": "strict"})
+    assert project.run(str(port)).value == {"text": "tried"}
+    thread.join(5)
+    assert accepted == [True]
+
+
+def test_a_connection_by_another_thread_fails_in_a_process_without_network(
+        project: Project, listener: tuple[threading.Thread, int, list[bool]]) -> None:
+    thread, port, accepted = listener
+    project.write("tools.py", NETWORK_BY_A_THREAD)
+    project.config(policy=process())
+    outcome = project.run(str(port))
+    assert (outcome.code, outcome.stderr, outcome.value) == (0, "", {"text": "tried"})
+    thread.join(1)
+    assert accepted == []
+
+
+def test_a_module_that_fails_to_load_in_its_process_is_a_start_error(project: Project) -> None:
+    project.write("tools.py", """
+        import json
+
+        def probe(input):
+            return {"text": "never"}
+    """)
+    project.config(policy=process())
+    outcome = project.run()
+    assert (outcome.code, outcome.stdout) == (2, "")
+    assert outcome.stderr == ("error: ./tools.py:2: Tool module './tools.py' may not import "
+                              "'json': it is not in tool_module_policy.allow_builtins.\n")
+
+
+def test_a_module_nobody_holds_any_more_ends_its_process(project: Project) -> None:
+    """From Python, a program that is dropped does not leave its modules' processes behind."""
+    import gc
+
+    project.write("tools.py", """
+        REAL = getattr(print.__self__, '__imp' + 'ort__')
+        REAL("pathlib").Path("pid.txt").write_text(str(REAL("os").getpid()))
+
+        def probe(input):
+            return {"text": "x"}
+    """)
+    project.config(policy=process())
+    loaded = project.load()
+    assert loaded.errors == []
+    pid = int((project.folder / "pid.txt").read_text())
+    os.kill(pid, 0)  # running
+    del loaded
+    gc.collect()
+    with pytest.raises(ProcessLookupError):
+        for _ in range(50):
+            os.kill(pid, 0)
+            time.sleep(0.1)
+
+
+def test_where_the_kernel_refuses_a_network_namespace_the_start_says_so(
+        project: Project) -> None:
+    """Inside a user namespace whose limit of nested namespaces is 0, the kernel refuses the
+    child's network namespace: the program runs, and says so on stderr at start-up."""
+    import shutil
+    import subprocess
+    import sys
+
+    project.write("tools.py", """
+        def probe(input):
+            return {"text": "ran"}
+    """)
+    project.config(policy=process())
+    project.write("prog.luma", PROGRAM_ONCE)
+    root = str(Path(__file__).resolve().parents[1])
+    unshare = shutil.which("unshare")
+    assert unshare is not None, "util-linux's unshare is needed for this test"
+    script = ("echo 0 > /proc/sys/user/max_user_namespaces && "
+              f"exec {sys.executable} -m luma prog.luma")
+    done = subprocess.run([unshare, "-Ur", "sh", "-c", script], cwd=project.folder,
+                          env={**os.environ, "PYTHONPATH": root}, capture_output=True,
+                          text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, '{\n  "text": "ran"\n}\n')
+    assert done.stderr == (
+        "warning: Tool module './tools.py' (tool_modules[0]) runs in its own process, but the "
+        "network cannot be closed to it: the kernel refused a network namespace (No space "
+        "left on device); tool_module_policy.allow_network false is held by the strict rules "
+        "only.\n")
+
+
+def test_calls_up_to_max_concurrency_are_in_the_child_at_once(project: Project) -> None:
+    """Two calls meet at a barrier in the child: they can only both finish if they run at once
+    over the one pair of pipes."""
+    import asyncio
+
+    from runtime.harness import context, program, runtime
+
+    project.write("tools.py", """
+        REAL = getattr(print.__self__, '__imp' + 'ort__')
+        BARRIER = REAL("threading").Barrier(2, timeout=5)
+
+        def probe(input):
+            BARRIER.wait()
+            return {"text": input["name"]}
+    """)
+    project.config(policy=process(max_concurrency=2))
+    loaded = project.load()
+    assert loaded.errors == []
+    rt = runtime(program(PROGRAM_ONCE.split("r = ")[0]), dict(loaded.registry.handlers))
+
+    async def both() -> list[object]:
+        return list(await asyncio.gather(
+            rt.pipeline.call("probe", {"name": "a"}, context(rt)),
+            rt.pipeline.call("probe", {"name": "b"}, context(rt))))
+
+    assert asyncio.run(both()) == [{"text": "a"}, {"text": "b"}]
+
+
+def test_calls_from_two_threads_after_a_crash_start_one_child(project: Project) -> None:
+    """The Python API may call from several threads: the calls that find the child gone start
+    one new child between them (they meet at a barrier in it)."""
+    import asyncio
+
+    project.write("tools.py", """
+        REAL = getattr(print.__self__, '__imp' + 'ort__')
+        BARRIER = REAL("threading").Barrier(2, timeout=5)
+
+        def probe(input):
+            if input["name"] == "die":
+                REAL("os")._exit(3)
+            BARRIER.wait()
+            return {"text": input["name"]}
+    """)
+    project.config(policy=process(max_concurrency=2))
+    loaded = project.load()
+    handler = loaded.registry.handlers["probe"]
+    with pytest.raises(Exception, match="exit status 3"):
+        asyncio.run(handler({"name": "die"}, None, None))
+    answers: list[object] = []
+
+    def call(name: str) -> None:
+        try:
+            answers.append(asyncio.run(handler({"name": name}, None, None)))
+        except Exception as exc:  # noqa: BLE001 - what the test reports
+            answers.append(str(exc))
+
+    threads = [threading.Thread(target=call, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(map(str, answers)) == ["{'text': 'a'}", "{'text': 'b'}"]
+
+
+def test_datasource_bridges_in_a_process_module_are_a_start_error(project: Project) -> None:
+    project.write("tools.py", """
+        def warehouse(sql, params, signal):
+            return []
+
+        datasources = {"Warehouse": warehouse}
+
+        def probe(input):
+            return {"text": "x"}
+    """)
+    project.config(policy=process())
+    outcome = project.run()
+    assert (outcome.code, outcome.stdout) == (2, "")
+    assert outcome.stderr == (
+        "error: Tool module './tools.py' exports datasource bridges (Warehouse), which sandbox "
+        "'process' does not run: use a built-in bridge (datasources in luma.config.json), or a "
+        "tool_module_policy without 'process'.\n")

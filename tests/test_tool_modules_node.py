@@ -1,0 +1,258 @@
+"""JavaScript and TypeScript tool modules: each in a Node.js child process speaking Luma's
+JSON-lines protocol, with the original Luma's export order, ``(input, signal, needs)`` handlers,
+an ``AbortSignal`` that fires on timeout and ``LumaToolError`` from ``"luma"``. Real ``node``;
+TypeScript through the ``typescript`` package of tests/node."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from sandbox.project import Project, isolated_imports, project  # noqa: F401 (fixtures)
+
+NODE_MODULES = Path(__file__).parent / "node" / "node_modules"
+
+CALC = """schema CalcResult {
+  result: float
+}
+tool calculate(a: float, b: float, operation: enum["add", "multiply"]) -> CalcResult {
+  description: "Add or multiply two numbers."
+}
+r = tool calculate({ a: 2, b: 3, operation: "multiply" })
+r
+"""
+
+
+@pytest.fixture()
+def typescript(project: Project) -> Project:
+    """The project with the pinned ``typescript`` package beside its modules."""
+    assert (NODE_MODULES / "typescript").is_dir(), "npm ci --prefix tests/node"
+    os.symlink(NODE_MODULES, project.folder / "node_modules")
+    return project
+
+
+def test_the_seed_tools_ts_runs(typescript: Project) -> None:
+    typescript.write("tools.ts", """
+        // tools.ts
+        export const calculate = async (input, signal, needs) => {
+          if (input.operation === "add")      return { result: input.a + input.b };
+          if (input.operation === "multiply") return { result: input.a * input.b };
+          throw new Error("Unsupported operation");
+        };
+    """)
+    typescript.config(modules=["./tools.ts"])
+    outcome = typescript.run(program=CALC)
+    assert (outcome.code, outcome.value) == (0, {"result": 6})
+
+
+def test_a_generated_tool_module_typed_module_runs(typescript: Project) -> None:
+    typescript.write("tools.generated.d.ts", """
+        export type ToolHandler<I, O, N = Record<string, never>> =
+          (input: I, signal?: AbortSignal, needs?: N) => O | Promise<O>;
+        export interface CalcResult { result: number }
+        export interface CalculateInput { a: number; b: number; operation: "add" | "multiply" }
+        export interface CalculateNeeds {}
+        export type CalculateHandler = ToolHandler<CalculateInput, CalcResult, CalculateNeeds>;
+        export interface GeneratedToolModule { calculate: CalculateHandler; }
+    """)
+    typescript.write("tools.ts", """
+        import type { GeneratedToolModule } from "./tools.generated";
+
+        export const tools: GeneratedToolModule = {
+          calculate: async (input, signal, needs) => ({
+            result: input.operation === "add" ? input.a + input.b : input.a * input.b,
+          }),
+        };
+    """)
+    typescript.config(modules=["./tools.ts"])
+    outcome = typescript.run(program=CALC)
+    assert (outcome.code, outcome.value) == (0, {"result": 6})
+
+
+def test_a_typed_error_from_luma(typescript: Project) -> None:
+    typescript.write("tools.ts", """
+        import { LumaToolError } from "luma";
+
+        export const lumaTools = {
+          db_write: (input: { table: string }) => {
+            throw new LumaToolError({
+              code: "DB_TIMEOUT",
+              message: "The database timed out",
+              retryable: false,
+              details: { table: input.table },
+            });
+          },
+        };
+    """)
+    typescript.config(modules=["./tools.ts"])
+    program = """schema ToolError {
+  code: string
+  message: string
+  retryable: bool
+  details?: any
+}
+schema DbWriteResult { ok: bool }
+tool db_write(table: string) -> DbWriteResult {
+  description: "writes"
+  error: ToolError
+}
+out = ""
+try {
+  r = tool db_write({ table: "users" })
+} catch err {
+  out = err
+}
+out
+"""
+    outcome = typescript.run(program=program)
+    assert (outcome.code, outcome.value) == (0, {
+        "code": "DB_TIMEOUT", "message": "The database timed out", "retryable": False,
+        "tool": "db_write", "details": {"table": "users"}})
+
+
+@pytest.mark.parametrize("name, text", [
+    ("tools.mjs", "export default { calculate: (input) => ({ result: input.a * input.b }) };"),
+    ("tools.cjs", "module.exports = { calculate: (input) => ({ result: input.a * input.b }) };"),
+    ("tools.js", "exports.tools = { calculate: (input) => ({ result: input.a * input.b }) };"),
+])
+def test_javascript_modules_and_the_export_order(project: Project, name: str, text: str) -> None:
+    project.write(name, text)
+    project.config(modules=[f"./{name}"])
+    outcome = project.run(program=CALC)
+    assert (outcome.code, outcome.value) == (0, {"result": 6})
+
+
+def test_the_abort_signal_fires_on_timeout(project: Project) -> None:
+    project.write("tools.mjs", """
+        export const calculate = (input, signal) => new Promise((resolve, reject) => {
+          signal.addEventListener("abort", () => reject(new Error("aborted: " + signal.reason)));
+        });
+    """)
+    project.config(modules=["./tools.mjs"])
+    program = CALC.replace('description: "Add or multiply two numbers."',
+                           'description: "Add or multiply two numbers."\n  timeout: 200')
+    outcome = project.run(program=program)
+    assert outcome.code == 1
+    assert outcome.stderr.splitlines()[0] == (
+        "error[TOOL_TIMEOUT]: Tool 'calculate' timed out after 200 ms.")
+
+
+def test_a_failure_and_output_that_is_not_json(project: Project) -> None:
+    project.write("tools.mjs", """
+        export const calculate = (input) => {
+          if (input.a === 2) return { result: undefined, x: () => 1 };
+          throw new Error("never");
+        };
+    """)
+    project.config(modules=["./tools.mjs"])
+    outcome = project.run(program=CALC)
+    assert outcome.stderr.splitlines()[0] == (
+        "error[TOOL_OUTPUT_INVALID]: calculate.output.result: undefined is not a JSON value")
+    project.write("tools.mjs", "export const calculate = () => { throw new Error('boom'); };")
+    outcome = project.run(program=CALC)
+    assert outcome.stderr.splitlines()[0] == "error[TOOL_FAILED]: Tool 'calculate' failed: boom"
+
+
+def test_typescript_without_the_typescript_package_is_a_start_error(project: Project) -> None:
+    project.write("tools.ts", "export const calculate = (input: any) => ({ result: 1 });")
+    project.config(modules=["./tools.ts"])
+    outcome = project.run(program=CALC)
+    assert (outcome.code, outcome.stdout) == (2, "")
+    assert outcome.stderr == (
+        "error: Tool module './tools.ts' is TypeScript, and the 'typescript' package was not "
+        "found (looked beside the module, in dependency_root and in the program's folder); "
+        "install it there (npm install typescript).\n")
+
+
+def test_integrity_and_dependencies_apply(project: Project) -> None:
+    project.write("tools.mjs", "import x from 'leftpad';\nexport const calculate = () => x;\n")
+    project.config(modules=[{"path": "./tools.mjs", "dependencies": []}])
+    outcome = project.run(program=CALC)
+    assert outcome.code == 2
+    assert outcome.stderr == (
+        "error: Tool module './tools.mjs' could not be loaded: Error: may not import "
+        "'leftpad': it is not in tool_modules[0].dependencies\n")
+    project.config(modules=[{"path": "./tools.mjs", "integrity": "sha256-" + "A" * 43 + "="}])
+    outcome = project.run(program=CALC)
+    assert outcome.code == 2
+    assert outcome.stderr.startswith("error: Tool module './tools.mjs' (tool_modules[0]) does "
+                                      "not match its integrity")
+
+
+def test_luma_check_finds_the_handlers_of_a_javascript_module(project: Project) -> None:
+    import subprocess
+    import sys
+
+    project.write("prog.luma", CALC)
+    project.write("tools.mjs", "export const calculate = (input) => ({ result: 1 });\n")
+    project.write("other.mjs", "export const other = (input) => ({ result: 1 });\n")
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": root}
+
+    def check(module: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "luma", "check", "prog.luma",
+                               "--tool-module", module], cwd=project.folder, env=env,
+                              capture_output=True, text=True, timeout=60)
+
+    done = check("tools.mjs")
+    assert (done.returncode, done.stdout + done.stderr) == (0, "checked 1 file: no problems\n")
+    done = check("other.mjs")
+    assert done.returncode == 1
+    assert "error[E040]: 'calculate' is not registered in the tool registry." in done.stderr
+
+
+NETWORK = """
+    import net from "node:net";
+
+    export const calculate = (input) => new Promise((resolve) => {
+      const socket = net.connect(Number(process.argv.at(-1) || 0) || PORT, "127.0.0.1");
+      socket.on("connect", () => { socket.destroy(); resolve({ result: 1 }); });
+      socket.on("error", () => resolve({ result: 0 }));
+    });
+"""
+
+
+@pytest.mark.parametrize("policy, connected", [(None, 1), ({"sandbox": "process"}, 0)])
+def test_a_policy_without_network_puts_the_node_child_in_an_empty_namespace(
+        project: Project, policy: dict[str, str] | None, connected: int) -> None:
+    import socket
+
+    server = socket.create_server(("127.0.0.1", 0))
+    try:
+        port = server.getsockname()[1]
+        project.write("tools.mjs", NETWORK.replace("PORT", str(port)))
+        project.config(modules=["./tools.mjs"], policy=policy)
+        outcome = project.run(program=CALC)
+        assert (outcome.code, outcome.value) == (0, {"result": connected}), outcome.stderr
+    finally:
+        server.close()
+
+
+def test_max_memory_mb_is_the_node_heap_limit(project: Project) -> None:
+    project.write("tools.mjs", """
+        export const calculate = (input) => {
+          if (input.a === 2) {
+            const kept = [];
+            for (;;) kept.push(new Array(100000).fill({ x: kept.length }));
+          }
+          return { result: 7 };
+        };
+    """)
+    project.config(modules=["./tools.mjs"], policy={"sandbox": "process", "max_memory_mb": 64})
+    program = CALC.replace('r = tool calculate({ a: 2, b: 3, operation: "multiply" })\nr', """
+first = ""
+try {
+  r = tool calculate({ a: 2, b: 3, operation: "multiply" })
+} catch err {
+  first = err.message
+}
+second = tool calculate({ a: 1, b: 3, operation: "multiply" })
+{ first: first, second: second.result }""")
+    outcome = project.run(program=program)
+    assert outcome.code == 0, outcome.stderr
+    assert outcome.value["second"] == 7
+    assert outcome.value["first"] == (
+        "Tool 'calculate' failed: the tool module's process ended (killed by SIGABRT); its "
+        "memory is limited by tool_module_policy.max_memory_mb (64 MB)")
