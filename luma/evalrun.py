@@ -8,6 +8,7 @@ import asyncio
 import copy
 import io
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,9 @@ class Run:
     calls: list[tuple[str, Any]] = field(default_factory=list)
     result: Any = None
     error: str | None = None
+    tokens: int = 0  # input and output tokens of every model turn
+    retries: int = 0  # model requests after the first attempt (a rejected answer, an error)
+    seconds: float = 0.0  # the whole run of the agent's method
 
 
 @dataclass(slots=True)
@@ -99,20 +103,41 @@ class ModelReport:
     answers: list[bool] = field(default_factory=list)
     per_tool: dict[str, dict[str, int]] = field(default_factory=dict)  # tp, fp, fn
     confusion: dict[str, dict[str, int]] = field(default_factory=dict)  # expected -> chosen
+    tokens: list[int] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
+    retries: int = 0
+    by_repetition: dict[int, list[bool]] = field(default_factory=dict)  # selection per rep
+
+    def latency(self, share: float) -> float | None:
+        """The ``share`` quantile (0.5: p50) of the runs' durations, in milliseconds."""
+        if not self.seconds:
+            return None
+        ordered = sorted(self.seconds)
+        return round(ordered[min(len(ordered) - 1, int(share * len(ordered)))] * 1000, 1)
+
+    @property
+    def spread(self) -> tuple[float, float] | None:
+        """The lowest and highest tool-selection accuracy of one repetition of every case."""
+        rates = [r for r in (_rate(v) for v in self.by_repetition.values()) if r is not None]
+        return (min(rates), max(rates)) if rates else None
 
     @property
     def accuracy(self) -> float | None:
         return _rate(self.selection)
 
-    def add(self, case: dict[str, Any], run: Run) -> None:
+    def add(self, case: dict[str, Any], run: Run, repetition: int = 1) -> None:
         self.runs += 1
         if run.error is not None:
             self.errors += 1
+        self.tokens.append(run.tokens)
+        self.seconds.append(run.seconds)
+        self.retries += run.retries
         chosen = {name for name, _ in run.calls}
         expected_tools = case.get("expect_tools")
         if expected_tools is not None:
             expected = set(expected_tools)
             self.selection.append(chosen == expected)
+            self.by_repetition.setdefault(repetition, []).append(chosen == expected)
             for tool in expected | chosen:
                 counts = self.per_tool.setdefault(tool, {"tp": 0, "fp": 0, "fn": 0})
                 counts["tp" if tool in expected and tool in chosen else
@@ -136,7 +161,10 @@ class ModelReport:
         return {"model": self.model, "offline": self.offline, "runs": self.runs,
                 "errors": self.errors, "tool_accuracy": self.accuracy,
                 "argument_match": _rate(self.args), "answer_match": _rate(self.answers),
-                "tools": tools, "confusion": self.confusion}
+                "tools": tools, "confusion": self.confusion, "retries": self.retries,
+                "tokens": sum(self.tokens), "latency_ms": {"p50": self.latency(0.5),
+                                                           "p95": self.latency(0.95)},
+                "accuracy_spread": list(self.spread) if self.spread else None}
 
 
 def _rate(values: list[bool]) -> float | None:
@@ -159,19 +187,27 @@ async def run_case(checked: CheckedFile, agent: str, case: dict[str, Any], model
     try:
         if program._ask_setup is not None:
             program._ask_setup.models.force(model)
-        runtime = program.new_runtime(stderr=io.StringIO())
+        def listen(event: dict[str, Any]) -> None:
+            if event.get("event") == "ask.response":
+                run.tokens += int(event.get("tokens_in") or 0) + int(event.get("tokens_out") or 0)
+            elif event.get("event") == "ask.request" and (event.get("attempt") or 1) > 1:
+                run.retries += 1
+
+        runtime = program.new_runtime(stderr=io.StringIO(), listener=listen)
 
         def observe(name: str, given: Any, output: Any, err: Any, mode: str) -> None:
             if mode == "native":
                 run.calls.append((name, copy.deepcopy(given)))
 
         runtime.call_observer = observe
+        started = time.perf_counter()
         try:
             run.result = await Interpreter(runtime).call_method(agent, "run",
                                                                 dict(case.get("input") or {}))
         except LumaError as err:
             run.error = f"[{err.code}] {program.secrets.redact(err.message)}"
         finally:
+            run.seconds = time.perf_counter() - started
             await runtime.aclose()
             runtime.telemetry.close()
     finally:
@@ -204,7 +240,7 @@ def evaluate(checked: CheckedFile, agent: str, cases: list[dict[str, Any]], mode
                     checked, agent, case, model, tool_modules=tool_modules, config=config,
                     record=None if record is None else str(Path(record) / name),
                     replay=None if replay is None else str(Path(replay) / name)))
-                report.add(case, run)
+                report.add(case, run, rep)
         reports.append(report)
     return reports
 
@@ -225,7 +261,14 @@ def text_report(reports: list[ModelReport], cases: int, repeat: int) -> str:
         ("argument match", [_percent(_rate(r.args)) for r in reports]),
         ("final answer match", [_percent(_rate(r.answers)) for r in reports]),
         ("runs that failed", [f"{r.errors}/{r.runs}" for r in reports]),
+        ("retried model requests", [str(r.retries) for r in reports]),
+        ("tokens per run", [f"{sum(r.tokens) / max(1, r.runs):.0f}" for r in reports]),
+        ("latency p50 / p95 (ms)", [f"{r.latency(0.5)} / {r.latency(0.95)}" for r in reports]),
     ]
+    if repeat > 1:
+        rows.insert(1, ("selection spread over repeats", [
+            "-" if r.spread is None else f"{_percent(r.spread[0])}-{_percent(r.spread[1])}"
+            for r in reports]))
     tools = sorted({t for r in reports for t in r.per_tool})
     for tool in tools:
         cells_p, cells_r = [], []

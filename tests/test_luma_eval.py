@@ -17,17 +17,23 @@ def test_models_side_by_side_with_precision_recall_and_the_offline_note() -> Non
     done = luma("eval", PROGRAM, "--agent", "Support", "--cases", CASES, "--model", "test",
                 "--model", "Picky", "--tool-module", TOOLS)
     assert done.code == 0, done.stderr
-    assert done.stdout.splitlines() == [
+    lines = done.stdout.splitlines()
+    latency = [line for line in lines if line.startswith("latency p50 / p95 (ms)")]
+    assert len(latency) == 1  # the durations of the runs, which vary
+    # the column widths follow the widest cell; the cells, in order:
+    assert [" ".join(line.split()) for line in lines if line not in latency] == [
         "2 cases x 1 on 2 models",
-        "                              test   Picky",
-        "tool selection (exact set)    0.0%   50.0%",
-        "argument match              100.0%  100.0%",
-        "final answer match          100.0%  100.0%",
-        "runs that failed               0/2     0/2",
-        "cancel_order: precision       0.0%       -",
-        "cancel_order: recall             -       -",
-        "find_orders: precision       50.0%   50.0%",
-        "find_orders: recall         100.0%  100.0%",
+        "test Picky",
+        "tool selection (exact set) 0.0% 50.0%",
+        "argument match 100.0% 100.0%",
+        "final answer match 100.0% 100.0%",
+        "runs that failed 0/2 0/2",
+        "retried model requests 0 0",
+        "tokens per run 0 0",
+        "cancel_order: precision 0.0% -",
+        "cancel_order: recall - -",
+        "find_orders: precision 50.0% 50.0%",
+        "find_orders: recall 100.0% 100.0%",
         "note: test is the offline model: this measures the harness (the contract and the "
         "cases), not a model",
         "note: Picky is the offline model: this measures the harness (the contract and the "
@@ -45,6 +51,8 @@ def test_json_report_and_the_confusion_of_a_case_answered_with_a_tool() -> None:
     assert picky["runs"] == 4 and picky["tool_accuracy"] == 0.5
     assert picky["tools"] == {"find_orders": {"precision": 0.5, "recall": 1.0}}
     assert picky["confusion"] == {}  # nothing expected was missed; "Hello" got an extra call
+    assert picky["accuracy_spread"] == [0.5, 0.5] and picky["retries"] == 0
+    assert picky["latency_ms"]["p50"] <= picky["latency_ms"]["p95"]
 
 
 def test_min_accuracy_is_a_ci_gate() -> None:
@@ -105,8 +113,11 @@ model Gpt {{
         assert recorded.code == 0, recorded.stderr
         assert len(server.requests) == 3
     (gpt,) = json.loads(recorded.stdout)["models"]
+    assert gpt["tokens"] > 0 and gpt["retries"] == 0
     assert (gpt["offline"], gpt["tool_accuracy"], gpt["argument_match"], gpt["answer_match"]) == (
         False, 1.0, 1.0, 1.0)
     replayed = luma(*args, "--replay", str(tmp_path / "rec"), env={"OPENAI_API_KEY": ""})
     assert replayed.code == 0, replayed.stderr
-    assert json.loads(replayed.stdout)["models"] == json.loads(recorded.stdout)["models"]
+    timeless = lambda out: [{k: v for k, v in m.items() if k != "latency_ms"}  # noqa: E731
+                            for m in json.loads(out)["models"]]
+    assert timeless(replayed.stdout) == timeless(recorded.stdout)
