@@ -28,6 +28,8 @@ _COMMANDS = """commands:
   luma init [DIR]            create a new project that runs at once
   luma lsp                   run the language server on stdio (for editors)
   luma mcp serve PROGRAM     offer a program's tools to MCP clients on stdio
+  luma test [PATH ...]       run the tests declared in .luma files; see 'luma test --help'
+  luma eval PROGRAM.luma     tool-selection accuracy on a golden set; see 'luma eval --help'
   luma help [COMMAND]        show the help of a command
 
 options:
@@ -42,7 +44,8 @@ _ENVIRONMENT = """environment:
   NO_COLOR               set to turn colour off (like --color never)
 """
 
-_NAMES = ("check", "run", "export", "batch", "fmt", "init", "lsp", "mcp", "help")
+_NAMES = ("check", "run", "export", "batch", "fmt", "init", "lsp", "mcp", "test", "eval",
+          "help")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -97,6 +100,14 @@ def _dispatch(args: list[str], whole_process: bool = False) -> int:
         from luma.authoring import fmt_command
 
         return fmt_command(args[1:])
+    if first == "test":
+        from luma.cli_test import test_command
+
+        return test_command(args[1:])
+    if first == "eval":
+        from luma.cli_eval import eval_command
+
+        return eval_command(args[1:])
     if first == "init":
         from luma.authoring import init_command
 
@@ -143,7 +154,8 @@ def help_command(argv: Sequence[str]) -> int:
 
     parsers = {"check": _check_parser, "run": lambda: _run_parser("luma run"),
                "export": _export_parser, "batch": _batch_parser, "fmt": authoring.fmt_parser,
-               "init": authoring.init_parser, "lsp": authoring.lsp_parser, "mcp": mcp_parser}
+               "init": authoring.init_parser, "lsp": authoring.lsp_parser, "mcp": mcp_parser,
+               "test": _test_parser, "eval": _eval_parser}
     usage = _top_parser()
     if len(argv) > 1:
         usage.error(f"unexpected argument '{argv[1]}' (luma help takes one command)")
@@ -156,6 +168,18 @@ def help_command(argv: Sequence[str]) -> int:
                     or f"unknown command '{name}' (commands: {', '.join(parsers)})")
     _write_stdout(parsers[name]().format_help())
     return EXIT_OK
+
+
+def _eval_parser() -> _Parser:
+    from luma.cli_eval import eval_parser
+
+    return eval_parser()
+
+
+def _test_parser() -> _Parser:
+    from luma.cli_test import test_parser
+
+    return test_parser()
 
 
 # --------------------------------------------------------------------------------------- check

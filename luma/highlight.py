@@ -37,6 +37,13 @@ class LumaLexer(RegexLexer):  # type: ignore[misc]
             (rf"(tool|query|command)(\s+)({_NAME})(?=\s*\(\s*(?:\)|{_NAME}\??\s*:|$))",
              bygroups(Keyword.Declaration, Whitespace, Name.Function)),
             (rf"(fn)(\s+)({_NAME})", bygroups(Keyword.Declaration, Whitespace, Name.Function)),
+            # a test: `test "name" {`, and its entries `mock tool NAME returns|throws ...`,
+            # `assert EXPR` and `check EXPR` (a word followed by `=`, `:`, `.` or `(` is a name)
+            (r'(test)(?=\s+")', Keyword.Declaration),
+            (rf"(mock)(\s+)(tool)(\s+)({_NAME})(\s+)(returns|throws)\b",
+             bygroups(Keyword, Whitespace, Keyword, Whitespace, Name.Function, Whitespace,
+                      Keyword)),
+            (r"(assert|check)\b(?=[ \t]+[^\s=:.(,)])", Keyword),
             (rf"(tool)(\s+)({_NAME})", bygroups(Keyword, Whitespace, Name.Function)),
             (rf"(needs)(\s+)({_NAME})", bygroups(Keyword, Whitespace, Name.Variable)),
             (rf"(@)({_NAME})", bygroups(Name.Decorator, Name.Decorator)),

@@ -37,7 +37,7 @@ from luma.compile import check_text
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 COOKBOOK = ROOT / "examples" / "cookbook"
-USER_DOCS = ("language.md", "cli.md", "runtime.md", "models.md", "cookbook.md")
+USER_DOCS = ("language.md", "cli.md", "runtime.md", "models.md", "cookbook.md", "testing.md")
 
 _EXPECT = re.compile(r"//\s*(error|warning)\[([A-Z0-9_]+)\](@[+-]\d+)?:\s?(.*?)\s*$")
 

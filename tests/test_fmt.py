@@ -46,7 +46,7 @@ def assert_formats_well(text: str) -> str:
 
 
 def test_the_repository_has_files_to_format() -> None:
-    assert len(PARSING) > 50 and len(PARSING) > len(FILES) - 20
+    assert len(PARSING) > 50 and len(PARSING) > 0.75 * len(FILES)  # most of them parse
 
 
 @pytest.mark.parametrize("path", PARSING, ids=lambda p: str(p.relative_to(ROOT)))
@@ -90,6 +90,11 @@ CASES = [
     ("x = a[0].b[\"k\"]\ny: map[ int ] = {}\nz = ask \"q\"->enum[ \"a\",\"b\" ] using tool t\n",
      'x = a[0].b["k"]\ny: map[int] = {}\nz = ask "q" -> enum["a", "b"] using tool t\n'),
     ("\n\nx = 1\n\n\n", "x = 1\n"),
+    # an assert's ',' before its message is kept, also at the end of a line
+    ('test "t" {\n  assert a == 1 ,"m"\n    check b,\n"n"\n}\n',
+     'test "t" {\n  assert a == 1, "m"\n  check b,\n    "n"\n}\n'),
+    # `else` after a declaration's `}` is a name on a line of its own, not an else clause
+    ("agent A {}\nelse\n", "agent A {}\n\nelse\n"),
 ]
 
 

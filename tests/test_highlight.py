@@ -56,6 +56,17 @@ def test_the_lexer_names_what_it_sees() -> None:
     assert (Keyword.Type, "string") in tokens
 
 
+def test_the_lexer_names_a_test_and_its_entries() -> None:
+    text = ('test "adds" {\n  mock tool stats returns { words: 2 }\n'
+            '  assert x.words == 2, "two"\n  check len(calls("stats")) == 1\n}\ncheck = 1\n')
+    tokens = [(t, v) for t, v in get_lexer_by_name("luma").get_tokens(text) if v.strip()]
+    assert tokens[:2] == [(Keyword.Declaration, "test"), (String.Double, '"')]
+    assert [(Keyword, "mock"), (Keyword, "tool"), (Name.Function, "stats"),
+            (Keyword, "returns")] == tokens[tokens.index((Keyword, "mock")):][:4]
+    assert (Keyword, "assert") in tokens and tokens.count((Keyword, "check")) == 1
+    assert (Name, "check") in tokens  # `check = 1` assigns a variable
+
+
 def test_pygmentize_highlights_a_luma_file() -> None:
     pygmentize = Path(sys.executable).parent / "pygmentize"
     done = subprocess.run([str(pygmentize), "-l", "luma", "-f", "html",

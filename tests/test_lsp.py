@@ -229,6 +229,32 @@ def test_document_symbols(client: LspClient) -> None:
     assert [c["name"] for c in symbols[3]["children"]] == ["run"]
 
 
+TESTED = PROGRAM + """
+test "looks up" {
+  model: M
+  mock tool lookup returns { id: "o-1", total: 1 }
+  order = Clerk.run("o-1")
+  assert order.id == "o-1"
+}
+"""
+
+
+def test_a_test_is_a_symbol_and_its_body_uses_the_declarations(client: LspClient) -> None:
+    uri, diagnostics = open_doc(client, "tested", TESTED)
+    assert [d["message"] for d in diagnostics if d["severity"] == 1] == []
+    symbols = client.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}})
+    assert (symbols[-1]["name"], symbols[-1]["detail"]) == ("looks up", "test")
+    refs = client.request("textDocument/references", {
+        "textDocument": {"uri": uri}, "position": at(TESTED, "lookup"),
+        "context": {"includeDeclaration": True}})
+    mock_line = TESTED.splitlines().index('  mock tool lookup returns { id: "o-1", total: 1 }')
+    assert mock_line in [r["range"]["start"]["line"] for r in refs]
+    model = client.request("textDocument/references", {
+        "textDocument": {"uri": uri}, "position": at(TESTED, "M {"),
+        "context": {"includeDeclaration": False}})
+    assert TESTED.splitlines().index("  model: M") in [r["range"]["start"]["line"] for r in model]
+
+
 def completion_labels(client: LspClient, name: str, text: str, needle: str) -> list[str]:
     uri, _ = open_doc(client, name, text)
     result = client.request("textDocument/completion", {

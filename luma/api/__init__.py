@@ -118,11 +118,13 @@ def start(checked: CheckedFile, *, tool_modules: Iterable[str | os.PathLike[str]
           stderr: IO[str] | None = None, verbose: bool = False,
           secrets: SecretRedactor | None = None,
           before_open: Callable[[], None] | None = None,
-          interactive: bool | None = None, script: list[Any] | None = None) -> Program:
+          interactive: bool | None = None, script: list[Any] | None = None,
+          stand_in: Callable[[str], Callable[..., Any]] | None = None) -> Program:
     """Start a program that compiled; raises :class:`StartError`. ``secrets`` is the
     redactor of every run (the command line's, which also guards its streams);
     ``before_open`` runs after the handlers are known and before the trace, the stores and
-    the models are opened (the command line chooses what to run there)."""
+    the models are opened (the command line chooses what to run there); ``stand_in(name)``
+    is the handler of a tool that has none (``luma test``, where a test may mock it)."""
     from luma.runtime.config import ConfigError, find_config, parse_config
     from luma.runtime.shared import SharedState
     from luma.runtime.secrets import SecretRedactor, register_startup_secrets
@@ -157,7 +159,8 @@ def start(checked: CheckedFile, *, tool_modules: Iterable[str | os.PathLike[str]
                                     secrets, trace_path, record_path, replay_path,
                                     before_open=before_open, model=model, env=env,
                                     approve=approve, stderr=stderr, verbose=verbose,
-                                    interactive=interactive, script=script)
+                                    interactive=interactive, script=script,
+                                    stand_in=stand_in)
     except BaseException:
         for host in mcp_hosts:
             host.close()
@@ -173,11 +176,15 @@ def _start_with_handlers(checked: CheckedFile, program: Any, program_path: Path,
                          model: str | None, env: Mapping[str, str] | None,
                          approve: ApproveCallback | None, stderr: IO[str] | None,
                          verbose: bool, interactive: bool | None,
-                         script: list[Any] | None) -> Program:
+                         script: list[Any] | None,
+                         stand_in: Callable[[str], Callable[..., Any]] | None) -> Program:
     from luma.runtime.shared import SharedState
 
     handlers.update(served)
     missing = [t.name for t in program.tools if t.kind == "tool" and t.name not in handlers]
+    if stand_in is not None:
+        handlers.update((name, stand_in(name)) for name in missing)
+        missing = []
     if missing:
         from luma.syntax.diagnostics import did_you_mean
 

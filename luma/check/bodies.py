@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from luma.check.arguments import ArgumentChecker, sentence
 from luma.check.calls import CallChecker
 from luma.check.provider_schemas import ProviderSchemaCheck
+from luma.check.references import report_unknown_model
 from luma.check.exprtypes import (
     BOOL, FLOAT, INT, OBJECT, STRING, UNKNOWN, Ty, field_type, index_type,
     is_objectlike, join, kind_word, list_of, literal_type, path_text, resolve)
@@ -37,6 +38,16 @@ def check_bodies(program: ast.Program, symbols: Symbols, bag: DiagnosticBag) -> 
             checker.check_fn(fn)
     if program.statements:
         BodyChecker(top_level, symbols, bag, arguments).check_top_level(program.statements)
+    seen: dict[str, ast.TestDecl] = {}
+    for test in program.tests:
+        first = seen.setdefault(test.name, test)
+        if first is not test:
+            bag.error("E004", f"Test '{test.name}' is declared more than once.", test.name_span,
+                      hint="give each test its own name: luma test -k selects tests by name",
+                      related=(Related(first.name_span, "first declared here"),))
+        checker = BodyChecker(Scope.of_test(test), symbols, bag, arguments)
+        checker.provider_schemas = provider_schemas
+        checker.check_test(test)
 
 
 _NUMBERS = ("int", "float")
@@ -69,8 +80,20 @@ class BodyChecker:
     def check_top_level(self, statements: Sequence[ast.Stmt]) -> None:
         self.block(statements, Flow())
 
+    def check_test(self, test: ast.TestDecl) -> None:
+        """A test's body is checked like the top-level statements, with its mocks and
+        assertions, ``calls("tool")`` and its ``model:`` entry."""
+        for extra in test.models[1:]:
+            self.bag.error("E006", f"Test '{test.name}' names its model more than once.",
+                           extra.span, hint="keep one model: entry",
+                           related=(Related(test.models[0].span, "first given here"),))
+        if test.models and test.models[0].name not in self.symbols.models:
+            report_unknown_model(test.models[0].name, test.models[0].name_span, self.symbols,
+                                 self.bag)
+        self.block(test.body, Flow())
+
     # ----------------------------------------------------------------------------- statements
-    def block(self, stmts: Sequence[ast.Stmt], flow: Flow | None) -> Flow | None:
+    def block(self, stmts: Sequence[ast.TestStmt], flow: Flow | None) -> Flow | None:
         """Check ``stmts`` starting from ``flow``; the state after them (None: unreachable)."""
         for i, stmt in enumerate(stmts):
             if flow is None:
@@ -81,13 +104,19 @@ class BodyChecker:
             flow = self.stmt(stmt, flow)
         return flow
 
-    def _dead(self, stmts: Sequence[ast.Stmt]) -> None:
+    def _dead(self, stmts: Sequence[ast.TestStmt]) -> None:
         """Check unreachable statements for everything but the flow (no W002 there)."""
         dead = Flow.of(self.scope.names, {})
         for stmt in stmts:
             self.stmt(stmt, dead)
 
-    def stmt(self, s: ast.Stmt, flow: Flow) -> Flow | None:
+    def stmt(self, s: ast.TestStmt, flow: Flow) -> Flow | None:
+        if isinstance(s, ast.Mock):
+            self._mock(s, flow)
+            return flow
+        if isinstance(s, ast.Assert):
+            self._assert(s, flow)
+            return flow
         if isinstance(s, ast.Assign):
             return self._assign(s, flow)
         if isinstance(s, ast.ExprStmt):
@@ -156,7 +185,8 @@ class BodyChecker:
         fn = self.scope.fn
         if fn is None:
             self.bag.error("E039", "'return' is only allowed inside a fn.", s.span,
-                           hint="the program's result is the value of its last top-level "
+                           hint="a test ends after its last statement" if self.scope.test
+                           else "the program's result is the value of its last top-level "
                                 "statement")
             return
         if fn.returns is None or ty is None or s.value is None:
@@ -165,6 +195,42 @@ class BodyChecker:
             s.value, ty, fn.returns, None, is_input=False,
             invalid=lambda problem: sentence(
                 f"Invalid return value of function '{fn.name}': {problem}"))
+
+    def _mock(self, s: ast.Mock, flow: Flow) -> None:
+        """``mock tool NAME returns VALUE``: a declared tool, and a value its result type could
+        be; ``throws VALUE``: an error object, as ``throw`` takes."""
+        tool = self.calls.tool(s.tool, s.tool_span)
+        if s.throws:
+            self._throw(ast.Throw(s.value, s.span), flow)
+            return
+        ty = self.expr(s.value, flow)
+        if tool is None or tool.returns is None:
+            return
+        self.arguments.check_value(
+            s.value, ty, tool.returns, None, is_input=False,
+            invalid=lambda problem: sentence(
+                f"Invalid mocked result of tool '{tool.name}': {problem}"))
+
+    def _assert(self, s: ast.Assert, flow: Flow) -> None:
+        self.expr(s.cond, flow)
+        if s.message is None:
+            return
+        ty = self.expr(s.message, flow)
+        if ty.is_known and ty.kind != "string":
+            word = "check" if s.soft else "assert"
+            self.bag.error("E034", f"The message of an {word} must be a string, not "
+                           f"{kind_word(ty)}.", s.message.span)
+
+    def _calls(self, e: ast.Call) -> None:
+        """``calls("tool")`` in a test: its argument is a declared tool's name, written out."""
+        if len(e.args) != 1:
+            return  # E037 says so
+        arg = e.args[0]
+        if isinstance(arg, ast.StringLit) and not arg.has_placeholders:
+            self.calls.tool(arg.value, arg.span)
+        else:
+            self.bag.error("E034", "The argument of calls() must be a tool's name as a string "
+                           "literal.", arg.span, hint='write calls("tool_name")')
 
     def _throw(self, s: ast.Throw, flow: Flow) -> None:
         value = s.value
@@ -229,6 +295,8 @@ class BodyChecker:
         if isinstance(e, ast.Call):
             target = self.calls.resolve_function(e)
             arg_types = [self.expr(a, flow) for a in e.args]
+            if target is not None and target.label == "calls" and self.scope.test is not None:
+                self._calls(e)
             return self.calls.check_function_call(e, target, arg_types) if target else UNKNOWN
         if isinstance(e, ast.Unary):
             operand = self.expr(e.operand, flow)

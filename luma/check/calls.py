@@ -128,6 +128,8 @@ class CallChecker:
         builtin = BUILTINS.get(name)
         if builtin is not None:
             return Target(name, builtin.min_args, builtin.max_args, builtin.returns)
+        if name == "calls" and self.scope.test is not None:
+            return Target(name, 1, 1, list_of(OBJECT))  # a test's record of one tool's calls
         candidates = [*BUILTINS, *(f.name for f in agent.fns)] if agent else list(BUILTINS)
         hint = did_you_mean(name, candidates)
         owners = [a.name for a in self.symbols.agents.values() if a.fn(name) is not None]
@@ -136,6 +138,8 @@ class CallChecker:
                    f"{owners[0]}.{name}(...)"
         if hint is None and name in self.scope.names:
             hint = f"'{name}' is a variable, not a function"
+        if hint is None and name == "calls":
+            hint = "calls(\"tool\") is available only in a test"
         self.bag.error("E036", f"Unknown function '{name}'.", callee.span, hint=hint)
         return None
 
@@ -178,6 +182,10 @@ class CallChecker:
         return target.returns
 
     # ---------------------------------------------------------------------------- tools
+    def tool(self, name: str, span: Span) -> ast.ToolDecl | None:
+        """The declared tool ``name``; None after reporting it unknown (E026)."""
+        return self._tool(name, span)
+
     def _tool(self, name: str, span: Span) -> ast.ToolDecl | None:
         tool = self.symbols.tools.get(name)
         if tool is None:

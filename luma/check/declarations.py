@@ -31,7 +31,7 @@ def check_declarations(program: ast.Program, symbols: Symbols, bag: DiagnosticBa
             from luma.check.data import check_datasource  # only for a program that has one
 
             check_datasource(decl, bag)
-        else:
+        elif isinstance(decl, ast.AgentDecl):
             check_agent(decl, symbols, bag, values)
     check_finite(symbols, bag)
     check_unused(program, symbols, bag)

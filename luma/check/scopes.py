@@ -146,6 +146,7 @@ class Scope:
     agent: ast.AgentDecl | None
     fn: ast.FnDecl | None
     names: dict[str, Span]
+    test: ast.TestDecl | None = None  # the test whose body this is
 
     @staticmethod
     def of_fn(agent: ast.AgentDecl, fn: ast.FnDecl) -> Scope:
@@ -153,6 +154,11 @@ class Scope:
         for name, span in assigned_names(fn.body).items():
             names.setdefault(name, span)
         return Scope(agent, fn, names)
+
+    @staticmethod
+    def of_test(test: ast.TestDecl) -> Scope:
+        stmts = [s for s in test.body if not isinstance(s, (ast.Mock, ast.Assert))]
+        return Scope(None, None, assigned_names(stmts), test)
 
     @staticmethod
     def of_top_level(statements: Iterable[ast.Stmt]) -> Scope:

@@ -37,6 +37,8 @@ def collect_symbols(program: ast.Program, bag: DiagnosticBag) -> Symbols:
     symbols = Symbols()
     seen: dict[str, ast.Decl] = {}
     for decl in program.declarations:
+        if isinstance(decl, ast.TestDecl):
+            continue  # a test's name is a string, in no namespace (bodies.py checks them)
         first = seen.get(decl.name)
         if first is not None:
             kind = decl.kind if isinstance(decl, ast.ToolDecl) else _KIND_WORDS[type(decl)]

@@ -9,7 +9,7 @@ What counts as a use:
   fn (its signature or body) or a top-level statement refers to it, directly or through other
   used schemas. A schema that only unused schemas refer to is unused too. A tool counts here
   even when it is itself unused: it gets its own warning, and its types are part of its contract;
-- a **model** is used when an agent names it in ``model``. While some ``ask`` runs on the default
+- a **model** is used when an agent or a test names it in ``model``. While some ``ask`` runs on the default
   model (at the top level, or in an agent without ``model``), no model is reported: ``--model``
   or ``default_model`` in the config may pick any of them;
 - agents are never unused: each is an entry point.
@@ -72,7 +72,7 @@ def _missing_descriptions(symbols: Symbols, bag: DiagnosticBag) -> None:
 # -------------------------------------------------------------------------------- walking
 
 
-def _statements(stmts: tuple[ast.Stmt, ...]) -> Iterator[ast.Stmt]:
+def _statements(stmts: tuple[ast.TestStmt, ...]) -> Iterator[ast.TestStmt]:
     for stmt in stmts:
         yield stmt
         if isinstance(stmt, ast.If):
@@ -111,8 +111,14 @@ def _expressions(expr: ast.Expr) -> Iterator[ast.Expr]:
         yield from _expressions(child)
 
 
-def _stmt_exprs(stmt: ast.Stmt) -> Iterator[ast.Expr]:
-    if isinstance(stmt, ast.Assign):
+def _stmt_exprs(stmt: ast.TestStmt) -> Iterator[ast.Expr]:
+    if isinstance(stmt, ast.Mock):
+        yield from _expressions(stmt.value)
+    elif isinstance(stmt, ast.Assert):
+        yield from _expressions(stmt.cond)
+        if stmt.message is not None:
+            yield from _expressions(stmt.message)
+    elif isinstance(stmt, ast.Assign):
         yield from _expressions(stmt.value)
     elif isinstance(stmt, ast.ExprStmt):
         yield from _expressions(stmt.expr)
@@ -124,10 +130,14 @@ def _stmt_exprs(stmt: ast.Stmt) -> Iterator[ast.Expr]:
         yield from _expressions(stmt.value)
 
 
-def _code(program: ast.Program) -> Iterator[tuple[ast.AgentDecl | None, ast.Stmt]]:
-    """Every statement of the program, with the agent whose fn holds it (None: top level)."""
+def _code(program: ast.Program) -> Iterator[tuple[ast.AgentDecl | None, ast.TestStmt]]:
+    """Every statement of the program, with the agent whose fn holds it (None: top level or a
+    test)."""
     for stmt in _statements(program.statements):
         yield None, stmt
+    for test in program.tests:
+        for stmt in _statements(test.body):
+            yield None, stmt
     for agent in program.agents:
         for fn in agent.fns:
             for stmt in _statements(fn.body):
@@ -212,6 +222,7 @@ def _unused_models(program: ast.Program, symbols: Symbols, bag: DiagnosticBag) -
         entry = agent.entry("model")
         if entry is not None and isinstance(entry.value, ast.Name):
             named.add(entry.value.id)
+    named.update(m.name for test in program.tests for m in test.models)
     for owner, expr in _code_exprs(program):
         if isinstance(expr, ast.Ask) and (owner is None or owner.entry("model") is None):
             return  # an ask on the default model: any model may be the one it runs on

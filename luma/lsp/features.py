@@ -13,7 +13,8 @@ from luma.syntax import ast
 
 KEYWORDS = ("schema", "tool", "model", "agent", "fn", "if", "else", "for", "in", "return", "try",
             "catch", "throw", "ask", "using", "tagged", "by", "needs", "enum", "map", "true",
-            "false", "null", "and", "or", "not", "datasource", "query", "command")
+            "false", "null", "and", "or", "not", "datasource", "query", "command", "test",
+            "mock", "returns", "throws", "assert", "check")
 TYPES = ("string", "int", "float", "bool", "any")
 
 ANNOTATION_MEANINGS = {

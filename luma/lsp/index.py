@@ -136,6 +136,17 @@ class _Indexer:
             elif isinstance(d, ast.AgentDecl):
                 self.agent(d)
         self.body("<top>", None, (), self.program.statements)
+        for i, test in enumerate(self.program.tests):
+            self.test(i, test)
+
+    def test(self, i: int, test: ast.TestDecl) -> None:
+        for m in test.models:
+            if m.name in self.models:
+                self.use(("model", m.name), m.name_span)
+        for s in test.body:
+            if isinstance(s, ast.Mock) and s.tool in self.tools:
+                self.use(("tool", s.tool), s.tool_span)
+        self.body(f"<test {i}>", None, (), test.body)
 
     def type_refs(self, t: ast.TypeExpr | None) -> None:
         if isinstance(t, ast.NamedType) and t.name in self.schemas:
@@ -167,7 +178,7 @@ class _Indexer:
             self.body(f"{d.name}.{f.name}", d, f.params, f.body)
 
     def body(self, scope: str, agent: ast.AgentDecl | None, params: tuple[ast.Field, ...],
-             stmts: tuple[ast.Stmt, ...]) -> None:
+             stmts: tuple[ast.TestStmt, ...]) -> None:
         local: set[str] = set()
         for p in params:
             local.add(p.name)

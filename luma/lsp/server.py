@@ -24,7 +24,8 @@ DEBOUNCE_SECONDS = 0.02
 _SYMBOL_KINDS = {"schema": lsp.SymbolKind.Struct, "tool": lsp.SymbolKind.Function,
                  "model": lsp.SymbolKind.Object, "datasource": lsp.SymbolKind.Module,
                  "agent": lsp.SymbolKind.Class,
-                 "fn": lsp.SymbolKind.Method, "field": lsp.SymbolKind.Field}
+                 "fn": lsp.SymbolKind.Method, "field": lsp.SymbolKind.Field,
+                 "test": lsp.SymbolKind.Event}
 _COMPLETION_KINDS = {"keyword": lsp.CompletionItemKind.Keyword,
                      "type": lsp.CompletionItemKind.TypeParameter,
                      "schema": lsp.CompletionItemKind.Struct,
@@ -235,6 +236,8 @@ def document_symbols(ls: LumaServer,
         elif isinstance(d, ast.AgentDecl):
             out.append(symbol("agent", d.name, d, d.name_span,
                               [symbol("fn", f.name, f, f.name_span) for f in d.fns]))
+        elif isinstance(d, ast.TestDecl):
+            out.append(symbol("test", d.name, d, d.name_span))
     return out
 
 

@@ -149,8 +149,21 @@ class ModelResolver:
             responses=responses,
         )
 
+    forced: str | None = None  # the model of every ask, agents' own included (luma test)
+
+    def force(self, name: str | None) -> None:
+        """Make ``name`` (None: the offline model) answer every ``ask``, whatever model its
+        agent names: a test's ``model:`` or ``luma test --model``."""
+        name = OFFLINE_MODEL if name is None else name
+        if name not in self.models:
+            raise ModelConfigError([f"there is no model named '{name}' "
+                                    f"({_known(self.models)})"])
+        self.forced = name
+
     def for_agent(self, agent: ast.AgentDecl | None) -> ResolvedModel:
         """The model an ``ask`` in ``agent`` (None: at the top level) uses."""
+        if self.forced is not None:
+            return ResolvedModel(self.models[self.forced])
         if agent is not None:
             entry = agent.entry("model")
             if entry is not None and isinstance(entry.value, ast.Name):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
 from luma.runtime.call_limit import ConcurrencyLimit
@@ -72,6 +72,9 @@ class Runtime:
         from luma.runtime.otel import active_tracer
 
         self.tracer: Any = active_tracer()  # before the pipeline, which reads it
+        # told of every tool call as it ends (luma test's calls()): name, the input as given,
+        # the validated result (None when it failed), the error, "direct" or "native"
+        self.call_observer: Callable[[str, Any, Any, LumaError | None, str], None] | None = None
         self.pipeline = ToolPipeline(self)
 
     @property

@@ -22,6 +22,34 @@ if TYPE_CHECKING:
     from luma.runtime.calls import InterpreterHost
 
 
+class TestHooks:
+    """What a test's body needs from the runner (``luma/testrun.py``): its mocks, the record
+    of its tool calls, and the assertions that failed."""
+
+    def mock(self, tool: str, throws: bool, value: Any) -> None:
+        raise NotImplementedError
+
+    def calls(self, tool: str) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def failed(self, stmt: ast.Assert, operands: tuple[Any, Any] | None, value: Any,
+               message: str | None) -> None:
+        """A ``check`` that did not hold (an ``assert`` raises :class:`AssertionFailed`)."""
+        raise NotImplementedError
+
+
+class AssertionFailed(Exception):
+    """An ``assert`` of a test that did not hold: the test stops there."""
+
+    def __init__(self, stmt: ast.Assert, operands: tuple[Any, Any] | None, value: Any,
+                 message: str | None) -> None:
+        super().__init__(message or "assertion failed")
+        self.stmt = stmt
+        self.operands = operands  # (left, right) of a comparison
+        self.value = value  # what the condition was
+        self.message = message
+
+
 @dataclass(slots=True)
 class _Frame:
     vars: dict[str, Any]
@@ -30,6 +58,7 @@ class _Frame:
     depth: int = 0
     last: Any = None
     spans: list[Any] = field(default_factory=list)
+    test: TestHooks | None = None  # the body of a test (luma test)
 
 
 class _Return(Exception):
@@ -75,6 +104,13 @@ class Interpreter:
         frame = _Frame({}, MethodCall(None, None))
         with _stack_for_calls():
             return await self._block(self.program.statements, frame)
+
+    async def run_test(self, test: ast.TestDecl, hooks: TestHooks) -> None:
+        """Run a test's body: its statements, mocks and assertions, in order. A failed
+        ``assert`` raises :class:`AssertionFailed`; a failed ``check`` goes to ``hooks``."""
+        frame = _Frame({}, MethodCall(None, None), test=hooks)
+        with _stack_for_calls():
+            await self._block(test.body, frame)
 
     async def call_method(self, agent_name: str, fn_name: str, args: dict[str, Any]) -> Any:
         """Call ``Agent.fn`` with named arguments (from the command line)."""
@@ -162,7 +198,7 @@ class Interpreter:
         return checked
 
     # statements --------------------------------------------------------------------------
-    async def _block(self, stmts: tuple[ast.Stmt, ...], frame: _Frame) -> Any:
+    async def _block(self, stmts: tuple[ast.TestStmt, ...], frame: _Frame) -> Any:
         value: Any = None
         for stmt in stmts:
             try:
@@ -173,7 +209,9 @@ class Interpreter:
                 raise
         return value
 
-    async def _stmt(self, stmt: ast.Stmt, frame: _Frame) -> Any:
+    async def _stmt(self, stmt: ast.TestStmt, frame: _Frame) -> Any:
+        if isinstance(stmt, (ast.Mock, ast.Assert)):
+            return await self._test_stmt(stmt, frame)
         if isinstance(stmt, ast.Assign):
             value = await self._expr(stmt.value, frame)
             if stmt.type is not None:
@@ -219,6 +257,36 @@ class Interpreter:
             value = await self._expr(stmt.value, frame)
             raise _thrown(value)
         raise AssertionError(f"unknown statement {type(stmt).__name__}")
+
+    async def _test_stmt(self, stmt: ast.Mock | ast.Assert, frame: _Frame) -> None:
+        hooks = frame.test
+        assert hooks is not None, "a mock or an assertion outside a test body"
+        if isinstance(stmt, ast.Mock):
+            hooks.mock(stmt.tool, stmt.throws, await self._expr(stmt.value, frame))
+            return
+        operands: tuple[Any, Any] | None = None
+        cond = stmt.cond
+        if isinstance(cond, ast.Binary) and cond.op not in ("and", "or"):
+            # a comparison's operands are evaluated once and shown when it does not hold
+            left = await self._expr(cond.left, frame)
+            right = await self._expr(cond.right, frame)
+            operands = (left, right)
+            try:
+                value = self._operate(cond.op, left, right)
+            except OverflowError:
+                raise _overflow(left, cond.op, right) from None
+        else:
+            value = await self._expr(cond, frame)
+        if value is True:
+            return
+        message = None
+        if stmt.message is not None:
+            text = await self._expr(stmt.message, frame)
+            message = text if isinstance(text, str) else render(text)
+        if stmt.soft:
+            hooks.failed(stmt, operands, value, message)
+            return
+        raise AssertionFailed(stmt, operands, value, message)
 
     # expressions -------------------------------------------------------------------------
     async def _expr(self, e: ast.Expr, frame: _Frame) -> Any:
@@ -372,6 +440,9 @@ class Interpreter:
                 fn = frame.agent.fn(callee.id)
                 if fn is not None:
                     return await self._invoke(frame.agent, fn, _bind(fn, args), frame.depth + 1)
+            if callee.id == "calls" and frame.test is not None and len(args) == 1 \
+                    and isinstance(args[0], str):
+                return frame.test.calls(args[0])
             builtin = _BUILTINS.get(callee.id)
             if builtin is not None:
                 if callee.id == "print":

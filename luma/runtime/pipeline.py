@@ -122,11 +122,15 @@ class ToolPipeline:
                 err = self._redact_error(err)
             final = self._count_failure(name, err, stats, ctx)
             self._emit(name, ctx, started, stats, final)
+            if self.runtime.call_observer is not None:
+                self.runtime.call_observer(name, raw_input, None, final, ctx.mode)
             raise final from None
         except asyncio.CancelledError:
             self._emit(name, ctx, started, stats, None, outcome="cancelled")
             raise
         self._emit(name, ctx, started, stats, None)
+        if self.runtime.call_observer is not None:
+            self.runtime.call_observer(name, raw_input, result, None, ctx.mode)
         return result
 
     def forget(self) -> None:

@@ -407,7 +407,56 @@ class AgentDecl:
         return None
 
 
-Decl = Union[SchemaDecl, UnionDecl, ToolDecl, ModelDecl, AgentDecl, DatasourceDecl]
+@node
+class TestModel:
+    """``model: Name`` in a test: the declared model that answers in it."""
+
+    name: str
+    span: Span
+    name_span: Span
+
+
+@node
+class Mock:
+    """``mock tool NAME returns EXPR`` (or ``throws EXPR``) in a test."""
+
+    tool: str
+    throws: bool
+    value: Expr
+    span: Span
+    tool_span: Span
+
+
+@node
+class Assert:
+    """``assert EXPR[, message]`` (hard) or, with ``soft``, ``check EXPR[, message]``."""
+
+    soft: bool
+    cond: Expr
+    message: Expr | None
+    span: Span
+
+
+TestStmt = Union[Stmt, Mock, Assert]
+
+
+@node
+class TestDecl:
+    """``test "name" { ... }``: statements, mocks and assertions, run by ``luma test`` only.
+    ``models`` holds every ``model:`` entry written (the checker allows one)."""
+
+    name: str
+    models: tuple[TestModel, ...]
+    body: tuple[TestStmt, ...]
+    span: Span
+    name_span: Span
+
+    @property
+    def model(self) -> str | None:
+        return self.models[0].name if self.models else None
+
+
+Decl = Union[SchemaDecl, UnionDecl, ToolDecl, ModelDecl, AgentDecl, DatasourceDecl, TestDecl]
 
 
 def _entry(config: tuple[ConfigEntry, ...], key: str) -> ConfigEntry | None:
@@ -455,5 +504,9 @@ class Program:
     def datasources(self) -> list[DatasourceDecl]:
         return self._of_kind(DatasourceDecl)
 
+    @property
+    def tests(self) -> list[TestDecl]:
+        return self._of_kind(TestDecl)
 
-DECL_TYPES = (SchemaDecl, UnionDecl, ToolDecl, ModelDecl, AgentDecl, DatasourceDecl)
+
+DECL_TYPES = (SchemaDecl, UnionDecl, ToolDecl, ModelDecl, AgentDecl, DatasourceDecl, TestDecl)

@@ -145,6 +145,8 @@ class _Formatter:
         self.attached: set[int] = set()  # offsets of ( and [ written against what precedes
         self.comma_lists: set[int] = set()  # offsets of ( and [ whose list takes a last ','
         self.unary: set[int] = set()  # offsets of unary minus signs
+        self.kept_commas: set[int] = set()  # offsets of the ',' before an assert's message
+        self.clauses: set[int] = set()  # offsets of the `else` and `catch` keywords
         self._read_program()
 
     # ---------------------------------------------------------------- what the tokens mean
@@ -160,7 +162,30 @@ class _Formatter:
             i = bisect.bisect_left(found, offset)
             return found[i] if i < len(found) else -1
 
+        commas = [it.start for it in self.items if it.kind == "OP" and it.text == ","]
+        words: dict[str, list[int]] = {"else": [], "catch": []}
+        for it in self.items:
+            if it.kind == "NAME" and it.text in words:
+                words[it.text].append(it.start)
+
+        def last_before(word: str, offset: int) -> int:
+            found = words[word]
+            i = bisect.bisect_left(found, offset)
+            return found[i - 1] if i else -1
+
         for n in _nodes(self.program):
+            # an `else` or `catch` keyword joins the `}` before it; the same word elsewhere
+            # (a name after a declaration's `}`) keeps its line
+            if isinstance(n, ast.If) and n.orelse is not None:
+                self.clauses.add(last_before(
+                    "else", n.orelse[0].span.start if n.orelse else n.span.end))
+            elif isinstance(n, ast.Try):
+                self.clauses.add(last_before("catch", n.err_span.start))
+            if isinstance(n, ast.Assert) and n.message is not None:
+                # the ',' between the condition and the message is not a separator
+                i = bisect.bisect_left(commas, n.cond.span.end)
+                if i < len(commas) and commas[i] < n.message.span.start:
+                    self.kept_commas.add(commas[i])
             if isinstance(n, ast.Call):
                 self._mark(after("(", n.callee.span.end), attached=True, commas=True)
             elif isinstance(n, ast.ToolCall):
@@ -223,7 +248,7 @@ class _Formatter:
         for i, it in enumerate(items):
             prev = items[i - 1] if i else None
             if it.nl and prev is not None and not prev.is_comment:
-                if it.kind == "NAME" and it.text in ("else", "catch") and prev.text == "}":
+                if it.kind == "NAME" and it.start in self.clauses and prev.text == "}":
                     it.nl = 0
                 elif it.text == "@" and it.kind == "OP":
                     it.nl = 0
@@ -288,7 +313,8 @@ class _Formatter:
         frames: list[int] = []
         for i, it in enumerate(items):
             frame = items[frames[-1]] if frames else None
-            if it.kind == "OP" and it.text == "," and (frame is None or frame.text == "{"):
+            if it.kind == "OP" and it.text == "," and (frame is None or frame.text == "{") \
+                    and it.start not in self.kept_commas:
                 nxt = items[i + 1] if i + 1 < len(items) else None
                 if nxt is None or nxt.nl or nxt.kind == "LINE_COMMENT" or (
                         nxt.kind == "OP" and nxt.text == "}"):
@@ -383,6 +409,8 @@ class _Formatter:
             return base
         if frame is not None and frame.text in "([":
             return base if prev_code.text == "," else base + 1
+        if prev_code.start in self.kept_commas:
+            return base + 1  # an assert's message on the next line
         return base + 1 if _continues(prev_code) else base
 
     def _space(self, prev: LayoutToken | None, it: LayoutToken) -> str:

@@ -22,10 +22,10 @@ CONTINUES_AFTER = frozenset({
 _OPENERS = {"LPAR": "(", "LSQB": "[", "LBRACE": "{"}
 _CLOSERS = {"RPAR": "(", "RSQB": "[", "RBRACE": "{"}
 _BLOCK_OWNERS = frozenset({"SCHEMA", "TOOL", "MODEL", "AGENT", "FN", "IF", "_ELSE", "FOR", "TRY",
-                           "CATCH"})
+                           "CATCH", "TEST"})
 _VALUE_PREFIX = frozenset({"EQUAL", "COLON", "COMMA", "LPAR", "LSQB", "LBRACE", "COMP_OP", "PLUS",
                            "MINUS", "MUL_OP", "AND", "OR", "NOT", "RETURN", "THROW", "ASK", "IN",
-                           "AT"})
+                           "AT", "ASSERT", "CHECK", "MOCK_RETURNS", "MOCK_THROWS"})
 
 
 class Frame:

@@ -1054,6 +1054,116 @@ def _AgentDecl(cls):
             '__hash__': __hash__}
 
 
+def _TestModel(cls):
+    set_name = cls.name.__set__
+    set_span = cls.span.__set__
+    set_name_span = cls.name_span.__set__
+
+    def __init__(self, name: 'str', span: 'Span', name_span: 'Span') -> None:
+        set_name(self, name)
+        set_span(self, span)
+        set_name_span(self, name_span)
+
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(name={self.name!r}, span={self.span!r}, name_span={self.name_span!r})"
+
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return (self.name, self.span, self.name_span,) == (other.name, other.span, other.name_span,)
+        return NotImplemented
+
+    def __hash__(self):
+        return hash((self.name, self.span, self.name_span,))
+
+    return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__,
+            '__hash__': __hash__}
+
+
+def _Mock(cls):
+    set_tool = cls.tool.__set__
+    set_throws = cls.throws.__set__
+    set_value = cls.value.__set__
+    set_span = cls.span.__set__
+    set_tool_span = cls.tool_span.__set__
+
+    def __init__(self, tool: 'str', throws: 'bool', value: 'Expr', span: 'Span', tool_span: 'Span') -> None:
+        set_tool(self, tool)
+        set_throws(self, throws)
+        set_value(self, value)
+        set_span(self, span)
+        set_tool_span(self, tool_span)
+
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(tool={self.tool!r}, throws={self.throws!r}, value={self.value!r}, span={self.span!r}, tool_span={self.tool_span!r})"
+
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return (self.tool, self.throws, self.value, self.span, self.tool_span,) == (other.tool, other.throws, other.value, other.span, other.tool_span,)
+        return NotImplemented
+
+    def __hash__(self):
+        return hash((self.tool, self.throws, self.value, self.span, self.tool_span,))
+
+    return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__,
+            '__hash__': __hash__}
+
+
+def _Assert(cls):
+    set_soft = cls.soft.__set__
+    set_cond = cls.cond.__set__
+    set_message = cls.message.__set__
+    set_span = cls.span.__set__
+
+    def __init__(self, soft: 'bool', cond: 'Expr', message: 'Expr | None', span: 'Span') -> None:
+        set_soft(self, soft)
+        set_cond(self, cond)
+        set_message(self, message)
+        set_span(self, span)
+
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(soft={self.soft!r}, cond={self.cond!r}, message={self.message!r}, span={self.span!r})"
+
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return (self.soft, self.cond, self.message, self.span,) == (other.soft, other.cond, other.message, other.span,)
+        return NotImplemented
+
+    def __hash__(self):
+        return hash((self.soft, self.cond, self.message, self.span,))
+
+    return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__,
+            '__hash__': __hash__}
+
+
+def _TestDecl(cls):
+    set_name = cls.name.__set__
+    set_models = cls.models.__set__
+    set_body = cls.body.__set__
+    set_span = cls.span.__set__
+    set_name_span = cls.name_span.__set__
+
+    def __init__(self, name: 'str', models: 'tuple[TestModel, ...]', body: 'tuple[TestStmt, ...]', span: 'Span', name_span: 'Span') -> None:
+        set_name(self, name)
+        set_models(self, models)
+        set_body(self, body)
+        set_span(self, span)
+        set_name_span(self, name_span)
+
+    def __repr__(self):
+        return self.__class__.__qualname__ + f"(name={self.name!r}, models={self.models!r}, body={self.body!r}, span={self.span!r}, name_span={self.name_span!r})"
+
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return (self.name, self.models, self.body, self.span, self.name_span,) == (other.name, other.models, other.body, other.span, other.name_span,)
+        return NotImplemented
+
+    def __hash__(self):
+        return hash((self.name, self.models, self.body, self.span, self.name_span,))
+
+    return {'__init__': __init__, '__repr__': __repr__, '__eq__': __eq__,
+            '__hash__': __hash__}
+
+
 def _Program(cls):
     set_items = cls.items.__set__
     set_span = cls.span.__set__
@@ -1202,6 +1312,18 @@ NODES = {
     'AgentDecl': ((('name', 'str', None), ('config', 'tuple[ConfigEntry, ...]', None), ('fns', 'tuple[FnDecl, ...]', None), ('span', 'Span', None), ('name_span', 'Span', None)),
         "AgentDecl(name: 'str', config: 'tuple[ConfigEntry, ...]', fns: 'tuple[FnDecl, ...]', span: 'Span', name_span: 'Span')",
         _AgentDecl),
+    'TestModel': ((('name', 'str', None), ('span', 'Span', None), ('name_span', 'Span', None)),
+        '``model: Name`` in a test: the declared model that answers in it.',
+        _TestModel),
+    'Mock': ((('tool', 'str', None), ('throws', 'bool', None), ('value', 'Expr', None), ('span', 'Span', None), ('tool_span', 'Span', None)),
+        '``mock tool NAME returns EXPR`` (or ``throws EXPR``) in a test.',
+        _Mock),
+    'Assert': ((('soft', 'bool', None), ('cond', 'Expr', None), ('message', 'Expr | None', None), ('span', 'Span', None)),
+        '``assert EXPR[, message]`` (hard) or, with ``soft``, ``check EXPR[, message]``.',
+        _Assert),
+    'TestDecl': ((('name', 'str', None), ('models', 'tuple[TestModel, ...]', None), ('body', 'tuple[TestStmt, ...]', None), ('span', 'Span', None), ('name_span', 'Span', None)),
+        '``test "name" { ... }``: statements, mocks and assertions, run by ``luma test`` only.\n    ``models`` holds every ``model:`` entry written (the checker allows one).',
+        _TestDecl),
     'Program': ((('items', 'tuple[Decl | Stmt, ...]', None), ('span', 'Span', None), ('declarations', 'tuple[Decl, ...]', '()'), ('statements', 'tuple[Stmt, ...]', '()')),
         'A parsed ``.luma`` file: declarations and top-level statements in source order.',
         _Program),

@@ -32,6 +32,7 @@ _PUNCT = frozenset({
     "DOT", "AT", "VBAR", "_NL", "SCHEMA", "TOOL", "MODEL", "AGENT", "FN", "IF", "_ELSE", "FOR",
     "IN", "RETURN", "TRY", "CATCH", "THROW", "ASK", "_USING", "TAGGED", "BY", "NEEDS", "ENUM",
     "MAP", "NOT", "AND", "OR", "DATASOURCE", "QUERY", "COMMAND",
+    "TEST", "MOCK",
 })
 
 
@@ -533,6 +534,29 @@ class _ToAst:
         sig = self._sig(c)
         return ast.DatasourceDecl(sig[0].value, tuple(sig[1:]), self._span(c),
                                   self._tok(sig[0]))
+
+    def test_decl(self, c: list[Any]) -> ast.TestDecl:
+        name = c[1]
+        entries = self._sig(c[2:])
+        models = [e for e in entries if isinstance(e, ast.TestModel)]
+        body = tuple(e for e in entries if not isinstance(e, ast.TestModel))
+        return ast.TestDecl(self._const_string(name), tuple(models), body, self._span(c),
+                            self._tok(name))
+
+    def test_model(self, c: list[Any]) -> ast.TestModel:
+        sig = self._sig(c)
+        return ast.TestModel(sig[0].value, self._span(c), self._tok(sig[0]))
+
+    def mock_stmt(self, c: list[Any]) -> ast.Mock:
+        sig = self._sig(c)
+        name, how, value = sig
+        return ast.Mock(name.value, how.type == "MOCK_THROWS", value, self._span(c),
+                        self._tok(name))
+
+    def assert_stmt(self, c: list[Any]) -> ast.Assert:
+        sig = self._sig(c)
+        message = sig[2] if len(sig) > 2 else None
+        return ast.Assert(sig[0].type == "CHECK", sig[1], message, self._span(c))
 
     def needs_decl(self, c: list[Any]) -> ast.NeedsDecl:
         sig = self._sig(c)

@@ -181,6 +181,12 @@ def describe_unexpected(exc: Any, text: str,
                 and len(expected - {"COLON"}) <= 2:
             return (f"expected ':' after the configuration key '{name}'", start, end, hint)
 
+    if prev is not None and prev.type == "TEST" and not postlex.stack and tok.type != "STRING":
+        return (f"expected the test's name (a string) after 'test', found {found}", start, end,
+                "a top-level statement cannot begin with a variable named 'test': rename it")
+    test_entry = _test_entry_problem(postlex, owner, prev, tok, start, end)
+    if test_entry is not None:
+        return test_entry
     if "_NL" in expected or "COMMA" in expected and frame is not None and frame.bracket == "{":
         if expected & _OPERATORS or tok.type != "_NL":
             return (f"expected a new line or ',' before {found}", start, end,
@@ -192,6 +198,26 @@ def describe_unexpected(exc: Any, text: str,
         after = f" after {_describe_token(prev)}"
     where = f" in {_frame_words(frame)}" if frame is not None and frame.owner in _OWNER_WORDS else ""
     return (f"expected {what}{after}{where}, found {found}", start, end, hint)
+
+
+_TEST_ENTRIES = ("assert", "check", "mock")
+
+
+def _test_entry_problem(postlex: Any, owner: str | None, prev: Any, tok: Any, start: int,
+                        end: int) -> tuple[str, int, int, str | None] | None:
+    """In a test: an ``assert``, ``check`` or ``mock`` inside a block (they are entries of the
+    test's body itself), or a ``,`` between two entries (a test separates them by new lines)."""
+    if not any(f.owner == "test" for f in postlex.stack):
+        return None
+    if owner == "test" and tok.type == "COMMA":
+        return ("a test's entries are separated by new lines, not ','", start, end,
+                "put each entry on its own line")
+    if owner != "test" and prev is not None and prev.type == "NAME" \
+            and prev.value in _TEST_ENTRIES:
+        return (f"'{prev.value}' is an entry of a test's body, not of a block inside it",
+                prev.start_pos, prev.end_pos,
+                "keep what it needs in a variable and write it after the block")
+    return None
 
 
 _LIST_WORDS = ("list", "List", "tuple", "set", "Sequence", "Array")
