@@ -21,7 +21,7 @@ from typing import Any
 
 from luma.compile import CheckedFile
 from luma.runtime.errors import LumaError, LumaToolError, StartError
-from luma.runtime.interpreter import AssertionFailed, TestHooks
+from luma.runtime.interpreter import AssertionFailed
 from luma.runtime.values import short
 from luma.syntax import ast
 from luma.syntax.source import Span
@@ -164,7 +164,7 @@ def _stand_in(name: str) -> Callable[..., Any]:
     return missing
 
 
-class _Hooks(TestHooks):
+class _Hooks:
     """One test's mocks, its record of tool calls and its findings."""
 
     def __init__(self, result: TestResult, text: str) -> None:

@@ -40,7 +40,7 @@ from luma.runtime.stores import (
     IDEMPOTENCY_STORE_FAILED,
     ClaimTimeout,
     IdempotencyRecord,
-    IdempotencyStore,
+    RecordIdempotencyStore,
     StoreError,
     StoreStartupError,
     Warn,
@@ -86,7 +86,7 @@ class _Corrupt(Exception):
 
 
 
-class FileIdempotencyStore(IdempotencyStore):
+class FileIdempotencyStore(RecordIdempotencyStore):
     """One JSON file shared safely by the processes of one machine (RUNTIME.md §5).
 
     **File.** ``{"version": 1, "records": {tool: {key: {"fingerprint", "result",

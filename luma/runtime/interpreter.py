@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from luma.runtime.calls import MethodCall
 from luma.runtime.errors import LumaError
@@ -22,20 +22,17 @@ if TYPE_CHECKING:
     from luma.runtime.calls import InterpreterHost
 
 
-class TestHooks:
+class TestHooks(Protocol):
     """What a test's body needs from the runner (``luma/testrun.py``): its mocks, the record
     of its tool calls, and the assertions that failed."""
 
-    def mock(self, tool: str, throws: bool, value: Any) -> None:
-        raise NotImplementedError
+    def mock(self, tool: str, throws: bool, value: Any) -> None: ...
 
-    def calls(self, tool: str) -> list[dict[str, Any]]:
-        raise NotImplementedError
+    def calls(self, tool: str) -> list[dict[str, Any]]: ...
 
     def failed(self, stmt: ast.Assert, operands: tuple[Any, Any] | None, value: Any,
                message: str | None) -> None:
         """A ``check`` that did not hold (an ``assert`` raises :class:`AssertionFailed`)."""
-        raise NotImplementedError
 
 
 class AssertionFailed(Exception):

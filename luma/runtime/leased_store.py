@@ -280,11 +280,3 @@ class LeasedIdempotencyStore(IdempotencyStore):
                 if not await self._renew(tool, stored_key, owner,
                                          int(self._clock() * 1000) + self.lease_ms):
                     return  # taken over: the completion will say so
-
-    # The base class's lookup and write are not how a leased store works.
-    async def _get(self, tool: str, key: str) -> IdempotencyRecord | None:
-        raise NotImplementedError
-
-    async def _put(self, tool: str, key: str, fingerprint: str, result_json: str,
-                   stored_at_ms: int, expires_at_ms: int) -> None:
-        raise NotImplementedError

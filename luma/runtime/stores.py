@@ -105,6 +105,7 @@ class IdempotencyStore(ABC):
         self._clock = clock
         self._claims = _ClaimTable()
 
+    @abstractmethod
     async def run_once(self, tool: str, key: str, fingerprint: str, ttl_ms: int,
                        compute: Callable[[], Awaitable[Any]], *,
                        revalidate: Revalidate | None = None,
@@ -128,6 +129,27 @@ class IdempotencyStore(ABC):
           ``wait_timeout_ms`` when given (then ``TOOL_IDEMPOTENCY_IN_PROGRESS``, retryable),
           otherwise as long as the holder lives.
         """
+
+    @contextlib.asynccontextmanager
+    async def _claim(self, tool: str, key: str, deadline: float | None) -> AsyncIterator[None]:
+        """Hold ``(tool, key)`` exclusively within this process; :class:`ClaimTimeout` when
+        the claim is not free by ``deadline`` (``time.monotonic()``)."""
+        await self._claims.acquire((tool, key), deadline)
+        try:
+            yield
+        finally:
+            self._claims.release((tool, key))
+
+
+class RecordIdempotencyStore(IdempotencyStore):
+    """A store whose :meth:`run_once` looks the record up and writes it while this process's
+    claim on the key is held (the memory and file stores; a leased store claims on its server
+    instead)."""
+
+    async def run_once(self, tool: str, key: str, fingerprint: str, ttl_ms: int,
+                       compute: Callable[[], Awaitable[Any]], *,
+                       revalidate: Revalidate | None = None,
+                       wait_timeout_ms: int | None = None) -> IdempotencyOutcome:
         if ttl_ms <= 0:
             raise ValueError(f"ttl_ms must be greater than zero, got {ttl_ms}.")
         deadline = None if wait_timeout_ms is None \
@@ -170,16 +192,6 @@ class IdempotencyStore(ABC):
                 f"recorded: {_as_clause(exc.message)}. A later call with this key will run "
                 "the tool again.") from None
         return IdempotencyOutcome(value, replayed=False)
-
-    @contextlib.asynccontextmanager
-    async def _claim(self, tool: str, key: str, deadline: float | None) -> AsyncIterator[None]:
-        """Hold ``(tool, key)`` exclusively within this process; :class:`ClaimTimeout` when
-        the claim is not free by ``deadline`` (``time.monotonic()``)."""
-        await self._claims.acquire((tool, key), deadline)
-        try:
-            yield
-        finally:
-            self._claims.release((tool, key))
 
     @abstractmethod
     async def _get(self, tool: str, key: str) -> IdempotencyRecord | None:
@@ -267,7 +279,7 @@ def _wake(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-class MemoryIdempotencyStore(IdempotencyStore):
+class MemoryIdempotencyStore(RecordIdempotencyStore):
     """Process-local records (the default backend). Safe for tasks of any event loop and for
     threads of the process; records vanish with the process."""
 
