@@ -404,3 +404,13 @@ def test_check_path_does_not_import_heavy_libraries() -> None:
                           timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "\n"
+
+
+def test_checking_a_program_without_patterns_does_not_load_the_pattern_analysis() -> None:
+    code = ("import sys\nfrom luma.cli import main\n"
+            "main(['check', 'examples/quickstart.luma'])\n"
+            "print('luma.schema.patterns' in sys.modules, 'luma.schema.validate' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "False True\n"

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 from luma.schema.compile import PATTERN_KEY, SEVERITY_KEY, TAG_KEY
-from luma.schema.patterns import matching_time
 from luma.schema.formats import FORMAT_CHECKS
 from luma.schema.violations import (
     TYPE_NAMES,
@@ -432,6 +431,9 @@ class _Compiler:
             raw = schema.get(PATTERN_KEY)
             try:
                 if isinstance(raw, str):
+                    # only for a schema with a pattern: the analysis is not start-up's cost
+                    from luma.schema.patterns import matching_time
+
                     compiled = re.compile(raw)
                     if not matching_time(raw).is_bounded:  # refused by the checker (E049)
                         raise SchemaError(f"pattern {raw!r} can take more than linear time "
