@@ -158,7 +158,7 @@ def _open_builtin(name: str, spec: Any, base_dir: str | Path, env: Mapping[str, 
         raise DataStartError([f"datasource '{name}': the environment variable {variable} (its "
                               "url) is not set."])
     if keep_secret is not None:
-        from luma.data.postgres import url_secrets
+        from luma.runtime.secrets import url_secrets
 
         for secret in url_secrets(url):
             keep_secret(secret)

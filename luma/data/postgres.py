@@ -14,10 +14,10 @@ import queue
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 from luma.data.statements import DataStartError, StatementCancelled, StatementTimedOut, cancel_on
 from luma.data.sql import placeholders
+from luma.runtime.secrets import url_secrets
 
 EXTRA_HINT = "pip install 'luma[postgres]'"
 
@@ -29,21 +29,6 @@ def _psycopg() -> Any:
         raise DataStartError([f"the postgres driver needs psycopg, which is not installed: "
                               f"{EXTRA_HINT}"]) from None
     return psycopg
-
-
-def url_secrets(url: str) -> list[str]:
-    """The URL and its password: what must never be shown."""
-    out = [url]
-    try:
-        parts = urlsplit(url)
-        if parts.password:
-            out += [parts.password, unquote(parts.password)]
-    except ValueError:
-        pass
-    for piece in url.split():  # the key=value form: password=...
-        if piece.startswith("password="):
-            out.append(piece[len("password="):])
-    return [s for s in out if s]
 
 
 class PostgresBridge:

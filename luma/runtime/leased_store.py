@@ -27,9 +27,7 @@ from typing import Any
 
 from luma.runtime.stores import (
     IDEMPOTENCY_CONFLICT,
-    IDEMPOTENCY_IN_PROGRESS,
     IDEMPOTENCY_STORE_FAILED,
-    ClaimTimeout,
     IdempotencyOutcome,
     IdempotencyRecord,
     IdempotencyStore,
@@ -38,6 +36,7 @@ from luma.runtime.stores import (
     StoreStartupError,
     Warn,
     _as_clause,
+    in_progress_error,
     _result_json,
     _revalidation_problem,
 )
@@ -179,30 +178,7 @@ class LeasedIdempotencyStore(IdempotencyStore):
             return text
         return self._sealer.open(text, f"{tool}\0{stored_key}")
 
-    async def run_once(self, tool: str, key: str, fingerprint: str, ttl_ms: int,
-                       compute: Callable[[], Awaitable[Any]], *,
-                       revalidate: Revalidate | None = None,
-                       wait_timeout_ms: int | None = None) -> IdempotencyOutcome:
-        if ttl_ms <= 0:
-            raise ValueError(f"ttl_ms must be greater than zero, got {ttl_ms}.")
-        deadline = None if wait_timeout_ms is None \
-            else time.monotonic() + wait_timeout_ms / 1000
-        try:
-            # callers of this process wait here; other processes wait on the record
-            async with self._claim(tool, key, deadline):
-                return await self._run_shared(tool, key, fingerprint, ttl_ms, compute,
-                                              revalidate, deadline, wait_timeout_ms)
-        except ClaimTimeout:
-            raise self._in_progress(tool, key, wait_timeout_ms) from None
-
-    @staticmethod
-    def _in_progress(tool: str, key: str, wait_timeout_ms: int | None) -> StoreError:
-        return StoreError(
-            IDEMPOTENCY_IN_PROGRESS,
-            f"Idempotency key '{key}' of tool '{tool}' is held by another call that did not "
-            f"finish within {wait_timeout_ms} ms; try again later.", retryable=True)
-
-    async def _run_shared(self, tool: str, key: str, fingerprint: str, ttl_ms: int,
+    async def _run_held(self, tool: str, key: str, fingerprint: str, ttl_ms: int,
                           compute: Callable[[], Awaitable[Any]], revalidate: Revalidate | None,
                           deadline: float | None, wait_timeout_ms: int | None
                           ) -> IdempotencyOutcome:
@@ -243,7 +219,7 @@ class LeasedIdempotencyStore(IdempotencyStore):
                 continue
             # another worker holds a live lease: wait for its result, or for its lease to end
             if deadline is not None and time.monotonic() + poll > deadline:
-                raise self._in_progress(tool, key, wait_timeout_ms)
+                raise in_progress_error(tool, key, wait_timeout_ms)
             await asyncio.sleep(poll)
             poll = min(poll * 2, _POLL_MAX_S)
         renewer = asyncio.ensure_future(self._keep_lease(tool, stored_key, owner))

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from luma.runtime.secrets import url_secrets
 from luma.runtime.leased_store import (
     STATE_IN_PROGRESS,
     Found,
@@ -52,12 +53,6 @@ DDL = """CREATE TABLE IF NOT EXISTS {table} (
 _T = TypeVar("_T")
 
 
-def url_secrets(url: str) -> list[str]:
-    from luma.data.postgres import url_secrets as secrets_of
-
-    return secrets_of(url)
-
-
 class PostgresIdempotencyStore(LeasedIdempotencyStore):
     """Records in one PostgreSQL table shared by every worker that can reach the server."""
 
@@ -83,7 +78,7 @@ class PostgresIdempotencyStore(LeasedIdempotencyStore):
         self._ident = sql.Identifier(*self.table.split("."))
         self._sql = sql
         self._url = url
-        self._secrets = [s for s in url_secrets(url) if s]
+        self._secrets = url_secrets(url)
         self._lock = threading.Lock()
         self._conn: Any = None
         self._claims_since_prune = 0

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from luma.runtime.secrets import url_secrets
 from luma.runtime.leased_store import (
     STATE_IN_PROGRESS,
     Found,
@@ -86,7 +87,7 @@ class RedisIdempotencyStore(LeasedIdempotencyStore):
                 f"The redis idempotency store needs redis-py, which is not installed: "
                 f"{EXTRA_HINT}") from None
         self._redis: Any = redis
-        self._secrets = _url_secrets(url)
+        self._secrets = url_secrets(url)
         try:
             # no silent retries: a call in flight when the connection drops fails clearly
             self._client: Any = redis.Redis.from_url(
@@ -191,9 +192,3 @@ class RedisIdempotencyStore(LeasedIdempotencyStore):
 
     def close(self) -> None:
         self._client.close()
-
-
-def _url_secrets(url: str) -> list[str]:
-    from luma.data.postgres import url_secrets
-
-    return [s for s in url_secrets(url) if s]

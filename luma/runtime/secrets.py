@@ -20,7 +20,7 @@ import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import IO, Any
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 PLACEHOLDER = "[secret]"
 MIN_SECRET_LENGTH = 6
@@ -186,6 +186,22 @@ class RedactingStream:
         return getattr(self.stream, name)
 
 
+def url_secrets(url: str) -> list[str]:
+    """A database URL and its password (URL form or ``password=`` form): what must never
+    be shown."""
+    out = [url]
+    try:
+        parts = urlsplit(url)
+        if parts.password:
+            out += [parts.password, unquote(parts.password)]
+    except ValueError:
+        pass
+    for piece in url.split():  # the key=value form: password=...
+        if piece.startswith("password="):
+            out.append(piece[len("password="):])
+    return [s for s in out if s]
+
+
 def register_startup_secrets(redactor: SecretRedactor, program: Any, config: Any,
                              env: Mapping[str, str]) -> None:
     """Register every secret the program can use before anything runs: the value of each tool's
@@ -204,8 +220,6 @@ def register_startup_secrets(redactor: SecretRedactor, program: Any, config: Any
     for source in (getattr(config, "datasources", None) or {}).values():
         url = env.get(source.url.env) if getattr(source, "url", None) is not None else None
         if url:  # a postgres URL and its password (DATA.md §4)
-            from luma.data.postgres import url_secrets
-
             redactor.add_all(url_secrets(url))
     contexts = getattr(config, "tool_contexts", None) or {}
     for fields in contexts.values():

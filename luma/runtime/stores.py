@@ -105,7 +105,6 @@ class IdempotencyStore(ABC):
         self._clock = clock
         self._claims = _ClaimTable()
 
-    @abstractmethod
     async def run_once(self, tool: str, key: str, fingerprint: str, ttl_ms: int,
                        compute: Callable[[], Awaitable[Any]], *,
                        revalidate: Revalidate | None = None,
@@ -129,6 +128,24 @@ class IdempotencyStore(ABC):
           ``wait_timeout_ms`` when given (then ``TOOL_IDEMPOTENCY_IN_PROGRESS``, retryable),
           otherwise as long as the holder lives.
         """
+        if ttl_ms <= 0:
+            raise ValueError(f"ttl_ms must be greater than zero, got {ttl_ms}.")
+        deadline = None if wait_timeout_ms is None \
+            else time.monotonic() + wait_timeout_ms / 1000
+        try:
+            # the callers of this process wait here; a shared backend's own claim comes next
+            async with self._claim(tool, key, deadline):
+                return await self._run_held(tool, key, fingerprint, ttl_ms, compute, revalidate,
+                                            deadline, wait_timeout_ms)
+        except ClaimTimeout:
+            raise in_progress_error(tool, key, wait_timeout_ms) from None
+
+    @abstractmethod
+    async def _run_held(self, tool: str, key: str, fingerprint: str, ttl_ms: int,
+                        compute: Callable[[], Awaitable[Any]], revalidate: Revalidate | None,
+                        deadline: float | None, wait_timeout_ms: int | None
+                        ) -> IdempotencyOutcome:
+        """:meth:`run_once` with this process's claim on ``(tool, key)`` held."""
 
     @contextlib.asynccontextmanager
     async def _claim(self, tool: str, key: str, deadline: float | None) -> AsyncIterator[None]:
@@ -146,27 +163,10 @@ class RecordIdempotencyStore(IdempotencyStore):
     claim on the key is held (the memory and file stores; a leased store claims on its server
     instead)."""
 
-    async def run_once(self, tool: str, key: str, fingerprint: str, ttl_ms: int,
-                       compute: Callable[[], Awaitable[Any]], *,
-                       revalidate: Revalidate | None = None,
-                       wait_timeout_ms: int | None = None) -> IdempotencyOutcome:
-        if ttl_ms <= 0:
-            raise ValueError(f"ttl_ms must be greater than zero, got {ttl_ms}.")
-        deadline = None if wait_timeout_ms is None \
-            else time.monotonic() + wait_timeout_ms / 1000
-        try:
-            async with self._claim(tool, key, deadline):
-                return await self._run_claimed(tool, key, fingerprint, ttl_ms, compute,
-                                               revalidate)
-        except ClaimTimeout:
-            raise StoreError(
-                IDEMPOTENCY_IN_PROGRESS,
-                f"Idempotency key '{key}' of tool '{tool}' is held by another call that did not "
-                f"finish within {wait_timeout_ms} ms; try again later.", retryable=True) from None
-
-    async def _run_claimed(self, tool: str, key: str, fingerprint: str, ttl_ms: int,
-                           compute: Callable[[], Awaitable[Any]],
-                           revalidate: Revalidate | None) -> IdempotencyOutcome:
+    async def _run_held(self, tool: str, key: str, fingerprint: str, ttl_ms: int,
+                        compute: Callable[[], Awaitable[Any]], revalidate: Revalidate | None,
+                        deadline: float | None, wait_timeout_ms: int | None
+                        ) -> IdempotencyOutcome:
         record = await self._get(tool, key)
         if record is not None:
             if record.fingerprint != fingerprint:
@@ -201,6 +201,14 @@ class RecordIdempotencyStore(IdempotencyStore):
     async def _put(self, tool: str, key: str, fingerprint: str, result_json: str,
                    stored_at_ms: int, expires_at_ms: int) -> None:
         """Store a record durably; called with the claim held."""
+
+
+def in_progress_error(tool: str, key: str, wait_timeout_ms: int | None) -> StoreError:
+    """``TOOL_IDEMPOTENCY_IN_PROGRESS``: another call held the key past the wait (retryable)."""
+    return StoreError(
+        IDEMPOTENCY_IN_PROGRESS,
+        f"Idempotency key '{key}' of tool '{tool}' is held by another call that did not "
+        f"finish within {wait_timeout_ms} ms; try again later.", retryable=True)
 
 
 def _revalidation_problem(revalidate: Revalidate | None, value: Any) -> str | None:
