@@ -37,6 +37,7 @@ from luma.runtime.stores import (
     Warn,
     _as_clause,
     in_progress_error,
+    not_recorded_error,
     _result_json,
     _revalidation_problem,
 )
@@ -240,11 +241,7 @@ class LeasedIdempotencyStore(IdempotencyStore):
                                  f"its lease ended before the result was written "
                                  f"(idempotency_store.lease_ms is {self.lease_ms})")
         except StoreError as exc:
-            raise StoreError(
-                IDEMPOTENCY_STORE_FAILED,
-                f"Tool '{tool}' ran for idempotency key '{key}', but its result was not "
-                f"recorded: {_as_clause(exc.message)}. A later call with this key will run "
-                "the tool again.") from None
+            raise not_recorded_error(tool, key, exc) from None
         return IdempotencyOutcome(value, replayed=False)
 
     async def _keep_lease(self, tool: str, stored_key: str, owner: str) -> None:

@@ -186,11 +186,7 @@ class RecordIdempotencyStore(IdempotencyStore):
             now_ms = int(self._clock() * 1000)
             await self._put(tool, key, fingerprint, result_text, now_ms, now_ms + ttl_ms)
         except StoreError as exc:
-            raise StoreError(
-                IDEMPOTENCY_STORE_FAILED,
-                f"Tool '{tool}' ran for idempotency key '{key}', but its result was not "
-                f"recorded: {_as_clause(exc.message)}. A later call with this key will run "
-                "the tool again.") from None
+            raise not_recorded_error(tool, key, exc) from None
         return IdempotencyOutcome(value, replayed=False)
 
     @abstractmethod
@@ -201,6 +197,15 @@ class RecordIdempotencyStore(IdempotencyStore):
     async def _put(self, tool: str, key: str, fingerprint: str, result_json: str,
                    stored_at_ms: int, expires_at_ms: int) -> None:
         """Store a record durably; called with the claim held."""
+
+
+def not_recorded_error(tool: str, key: str, cause: StoreError) -> StoreError:
+    """The tool ran but its record could not be written: not retryable, since running it again
+    repeats its side effect."""
+    return StoreError(
+        IDEMPOTENCY_STORE_FAILED,
+        f"Tool '{tool}' ran for idempotency key '{key}', but its result was not recorded: "
+        f"{_as_clause(cause.message)}. A later call with this key will run the tool again.")
 
 
 def in_progress_error(tool: str, key: str, wait_timeout_ms: int | None) -> StoreError:
