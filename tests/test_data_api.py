@@ -45,10 +45,10 @@ def test_runs_of_one_program_share_its_database(tmp_path: Path) -> None:
         rows = program.call_sync("Clerk", "biggest")
         assert [r["id"] for r in rows] == ["c1"]
         bridge = program._datasources.builtin["Shop"]
-        assert len(bridge._all) == 1  # an in-memory database lives in its one connection
+        assert bridge._pool.opened == 1  # an in-memory database lives in its one connection
     finally:
         program.close()
-    assert bridge._all == []
+    assert bridge._pool.open_now == 0
 
 
 def test_a_datasource_without_a_bridge_is_a_load_error(tmp_path: Path) -> None:

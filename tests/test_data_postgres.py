@@ -295,3 +295,45 @@ def test_the_signal_cancels_the_running_statement(pg: tuple[str, psycopg.Connect
         assert bridge.execute("SELECT 2 AS two", {}, None, None) == ([{"two": 2}], 1)
     finally:
         bridge.close()
+
+
+@pytest.mark.parametrize("when", ["while it runs", "as it begins"])
+def test_closing_the_bridge_cancels_a_running_statement_before_closing_its_connection(
+        pg: tuple[str, psycopg.Connection], when: str) -> None:
+    # A run that gave up on a statement closes its bridge while the statement's thread still
+    # holds the connection: the statement is cancelled on the server (again and again, for one
+    # that had not begun when the close came), and its connection closes once it is done.
+    import threading
+
+    from luma.data.bridges import StatementCancelled
+    from luma.data.postgres import PostgresBridge
+
+    url, admin = pg
+    bridge = PostgresBridge.open("Ledger", url, 2)
+    outcome: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            bridge.execute("SELECT pg_sleep(10)", {}, None, None)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    deadline = time.monotonic() + 5
+    if when == "while it runs":
+        while not _sleeping(admin) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _sleeping(admin), "the statement never started"
+    else:
+        while not bridge._pool._busy_conns and time.monotonic() < deadline:
+            time.sleep(0.001)
+    bridge.close()
+    worker.join(5)
+    assert not worker.is_alive()
+    assert [type(e) for e in outcome] == [StatementCancelled]
+    assert bridge._pool.open_now == 0
+    deadline = time.monotonic() + 2
+    while _sleeping(admin) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _sleeping(admin) == []

@@ -563,9 +563,44 @@ def test_the_pool_opens_at_most_the_agents_concurrency(tmp_path: Path) -> None:
         for w in workers:
             w.join(30)
         assert results == [([{"n": 200000}], -1)] * 8
-        assert len(bridge._all) <= 3
+        assert bridge._pool.opened <= 3
     finally:
         bridge.close()
+
+
+def test_closing_the_bridge_under_a_running_statement_interrupts_it_first(
+        tmp_path: Path) -> None:
+    # A run that gave up on a statement closes its bridge while the statement still runs in
+    # its thread: the connection is interrupted, and closed only once the statement is done
+    # (closing it under the statement crashed the process now and then).
+    import threading
+    import time
+
+    from luma.data.sqlite import SqliteBridge
+    from luma.data.statements import StatementCancelled
+
+    bridge = SqliteBridge.open("Shop", "close.db", None, tmp_path, 2)
+    endless = ("WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) "
+               "SELECT count(*) AS n FROM r")
+    outcome: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            bridge.execute(endless, {}, None, None)
+        except BaseException as exc:  # what the statement ended with
+            outcome.append(exc)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    while bridge._pool.open_now < 1 or not bridge._pool._busy_conns:
+        time.sleep(0.01)
+    started = time.monotonic()
+    bridge.close()
+    worker.join(5)
+    assert time.monotonic() - started < 2.5
+    assert not worker.is_alive()
+    assert len(outcome) == 1 and isinstance(outcome[0], StatementCancelled)
+    assert bridge._pool.open_now == 0
 
 
 def test_a_datasources_export_for_an_undeclared_datasource(tmp_path: Path) -> None:

@@ -10,12 +10,16 @@ its password taken out).
 
 from __future__ import annotations
 
-import queue
-import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from luma.data.statements import DataStartError, StatementCancelled, StatementTimedOut, cancel_on
+from luma.data.statements import (
+    ConnectionPool,
+    DataStartError,
+    StatementCancelled,
+    StatementTimedOut,
+    cancel_on,
+)
 from luma.data.sql import placeholders
 from luma.runtime.secrets import url_secrets
 
@@ -38,12 +42,10 @@ class PostgresBridge:
         self.name = name
         self._url = url
         self._redact = redact
-        self._idle: queue.LifoQueue[Any] = queue.LifoQueue()
-        self._slots = threading.BoundedSemaphore(size)
-        self._all: list[Any] = []
-        self._busy: set[Any] = set()  # running a statement: cancelled first when closing
-        self._lock = threading.Lock()
         self._psycopg = _psycopg()
+        self._pool: ConnectionPool[Any] = ConnectionPool(
+            size, self._connect, lambda conn: conn.close(),
+            lambda conn: conn.cancel_safe(timeout=2))
 
     @classmethod
     def open(cls, name: str, url: str, size: int,
@@ -55,7 +57,7 @@ class PostgresBridge:
         except DataStartError as exc:
             raise DataStartError([f"datasource '{name}': {exc.lines[0]}"]) from None
         try:
-            bridge._idle.put(bridge._connect())
+            bridge._pool.add(bridge._connect())
         except bridge._psycopg.Error as exc:
             raise DataStartError([f"datasource '{name}' (postgres) cannot connect: "
                                   f"{bridge.reason(exc)}"]) from None
@@ -70,36 +72,15 @@ class PostgresBridge:
     def _connect(self) -> Any:
         from psycopg.rows import dict_row
 
-        conn = self._psycopg.connect(self._url, autocommit=False, row_factory=dict_row,
+        return self._psycopg.connect(self._url, autocommit=False, row_factory=dict_row,
                                      connect_timeout=10)
-        with self._lock:
-            self._all.append(conn)
-        return conn
-
-    def _discard(self, conn: Any) -> None:
-        with self._lock:
-            if conn in self._all:
-                self._all.remove(conn)
-        try:
-            conn.close()
-        except Exception:  # a broken connection may fail to close; it is gone either way
-            pass
 
     def execute(self, sql: str, params: Mapping[str, Any], signal: Any,
                 timeout_ms: int | None) -> tuple[list[dict[str, Any]], int]:
         errors = self._psycopg.errors
-        with self._slots:
-            try:
-                conn = self._idle.get_nowait()
-            except queue.Empty:
-                conn = self._connect()
-            if conn.closed or conn.broken:
-                self._discard(conn)
-                conn = self._connect()
-            keep = True
+        with self._pool.lease(lambda conn: not (conn.closed or conn.broken)) as held:
+            conn = held[0]
             done = cancel_on(signal, conn.cancel_safe)
-            with self._lock:
-                self._busy.add(conn)
             try:
                 text, values = placeholders(sql, "pyformat", {k: self._bound(v)
                                                               for k, v in params.items()})
@@ -112,22 +93,18 @@ class PostgresBridge:
                     affected = cursor.rowcount
                 return rows, affected
             except errors.QueryCanceled as exc:
-                if signal is not None and signal.aborted:
+                if (signal is not None and signal.aborted) or self._pool.closed:
                     raise StatementCancelled() from None
                 if "statement timeout" in str(exc):
                     raise StatementTimedOut() from None
                 raise
             except self._psycopg.OperationalError:
-                keep = False
+                held.clear()  # the connection is not reused
                 raise
             finally:
                 done()
-                with self._lock:
-                    self._busy.discard(conn)
-                if keep and not conn.broken:
-                    self._idle.put(conn)
-                else:
-                    self._discard(conn)
+                if conn.broken:
+                    held.clear()
 
     def _bound(self, value: Any) -> Any:
         """A Luma value as a parameter: an object, or a list holding one, as ``jsonb``; a list
@@ -149,19 +126,7 @@ class PostgresBridge:
     def close(self) -> None:
         """Cancel the statements still running (a call the run gave up on), then close every
         connection: nothing is left running on the server."""
-        with self._lock:
-            conns, self._all = self._all, []
-            busy, self._busy = list(self._busy), set()
-        for conn in busy:
-            try:
-                conn.cancel_safe(timeout=2)
-            except Exception:  # the server is gone: nothing runs there either
-                pass
-        for conn in conns:
-            try:
-                conn.close()
-            except Exception:
-                pass
+        self._pool.close()
 
 
 __all__ = ["PostgresBridge", "url_secrets", "EXTRA_HINT"]

@@ -11,9 +11,7 @@ the JSON they hold, ``NUMERIC``/``DECIMAL`` as exact decimals; other values are 
 from __future__ import annotations
 
 import json
-import queue
 import sqlite3
-import threading
 from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -21,13 +19,12 @@ from time import monotonic
 from typing import Any
 
 from luma.data.statements import (
+    ConnectionPool,
     DataStartError,
     StatementCancelled,
     StatementTimedOut,
     cancel_on,
 )
-
-
 
 def _decimal(raw: bytes) -> Any:
     try:
@@ -62,11 +59,8 @@ class SqliteBridge:
         self.name = name
         self._target = target
         self._uri = uri
-        self._idle: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
-        self._slots = threading.BoundedSemaphore(size)
-        self._all: list[sqlite3.Connection] = []
-        self._busy: set[sqlite3.Connection] = set()
-        self._lock = threading.Lock()
+        self._pool: ConnectionPool[sqlite3.Connection] = ConnectionPool(
+            size, self._connect, sqlite3.Connection.close, sqlite3.Connection.interrupt)
 
     @classmethod
     def open(cls, name: str, path: str, init: str | None, base_dir: Path,
@@ -89,6 +83,7 @@ class SqliteBridge:
         except sqlite3.Error as exc:
             raise DataStartError([f"datasource '{name}' (sqlite) cannot open {path}: {exc}"]) \
                 from None
+        bridge._pool.add(first)  # closed with the bridge, also when the init script fails
         if created and init is not None:
             script = Path(init) if Path(init).is_absolute() else base_dir / init
             problem = None
@@ -105,38 +100,17 @@ class SqliteBridge:
                     # the half-filled file is Luma's own: the next run creates it afresh
                     file.unlink(missing_ok=True)
                 raise DataStartError([problem])
-        bridge._idle.put(first)
         return bridge
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self._target, uri=self._uri, isolation_level=None,
+        return sqlite3.connect(self._target, uri=self._uri, isolation_level=None,
                                check_same_thread=False, detect_types=sqlite3.PARSE_DECLTYPES,
                                timeout=5.0)
-        with self._lock:
-            self._all.append(conn)
-        return conn
-
-    def close_connection(self, conn: sqlite3.Connection) -> None:
-        with self._lock:
-            if conn in self._all:
-                self._all.remove(conn)
-        conn.close()
 
     def execute(self, sql: str, params: Mapping[str, Any], signal: Any,
                 timeout_ms: int | None) -> tuple[list[dict[str, Any]], int]:
-        with self._slots:
-            try:
-                conn = self._idle.get_nowait()
-            except queue.Empty:
-                conn = self._connect()
-            with self._lock:
-                self._busy.add(conn)
-            try:
-                return self._run(conn, sql, params, signal, timeout_ms)
-            finally:
-                with self._lock:
-                    self._busy.discard(conn)
-                self._idle.put(conn)
+        with self._pool.lease() as held:
+            return self._run(held[0], sql, params, signal, timeout_ms)
 
     def _run(self, conn: sqlite3.Connection, sql: str, params: Mapping[str, Any], signal: Any,
              timeout_ms: int | None) -> tuple[list[dict[str, Any]], int]:
@@ -147,7 +121,7 @@ class SqliteBridge:
             if deadline is not None and monotonic() > deadline:
                 late[0] = True
                 return 1
-            return 1 if signal is not None and signal.aborted else 0
+            return 1 if (signal is not None and signal.aborted) or self._pool.closed else 0
 
         conn.set_progress_handler(progress, _STEPS)
         done = cancel_on(signal, conn.interrupt)
@@ -180,16 +154,7 @@ class SqliteBridge:
 
     def close(self) -> None:
         """Interrupt the statements still running, then close every connection."""
-        with self._lock:
-            conns, self._all = self._all, []
-            busy, self._busy = list(self._busy), set()
-        for conn in busy:
-            conn.interrupt()
-        for conn in conns:
-            try:
-                conn.close()
-            except sqlite3.Error:
-                pass
+        self._pool.close()
 
 
 def _bound(value: Any) -> Any:
