@@ -133,6 +133,7 @@ class ModelReport:
     invalid_inputs: int = 0
     retries: int = 0
     by_repetition: dict[int, list[bool]] = field(default_factory=dict)  # selection per rep
+    failures: list[tuple[int, int, str]] = field(default_factory=list)  # case, rep, error
 
     def latency(self, share: float) -> float | None:
         """The ``share`` quantile (0.5: p50) of the runs' durations, in milliseconds."""
@@ -151,10 +152,12 @@ class ModelReport:
     def accuracy(self) -> float | None:
         return _rate(self.selection)
 
-    def add(self, case: dict[str, Any], run: Run, repetition: int = 1) -> None:
+    def add(self, case: dict[str, Any], run: Run, repetition: int = 1, number: int = 0) -> None:
+        """Count ``run``, the ``repetition`` of case ``number`` (from 1)."""
         self.runs += 1
         if run.error is not None:
             self.errors += 1
+            self.failures.append((number, repetition, run.error))
         self.tokens.append(run.tokens)
         self.seconds.append(run.seconds)
         self.invalid_answers += run.invalid_answers
@@ -195,7 +198,9 @@ class ModelReport:
                 "retries": self.retries,
                 "tokens": sum(self.tokens), "latency_ms": {"p50": self.latency(0.5),
                                                            "p95": self.latency(0.95)},
-                "accuracy_spread": list(self.spread) if self.spread else None}
+                "accuracy_spread": list(self.spread) if self.spread else None,
+                "failures": [{"case": n, "repetition": r, "error": e}
+                             for n, r, e in self.failures]}
 
 
 def _rate(values: list[bool]) -> float | None:
@@ -270,8 +275,8 @@ def evaluate(checked: CheckedFile, agent: str, cases: list[dict[str, Any]], mode
 
     reports = {model: ModelReport(model, model in offline) for model in models}
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for (model, _, case, rep), run in zip(work, pool.map(one, work)):
-            reports[model].add(case, run, rep)
+        for (model, number, case, rep), run in zip(work, pool.map(one, work)):
+            reports[model].add(case, run, rep, number)
     return list(reports.values())
 
 
@@ -295,7 +300,9 @@ def text_report(reports: list[ModelReport], cases: int, repeat: int) -> str:
         ("invalid tool inputs", [str(r.invalid_inputs) for r in reports]),
         ("re-asked after an invalid one", [str(r.retries) for r in reports]),
         ("tokens per run", [f"{sum(r.tokens) / max(1, r.runs):.0f}" for r in reports]),
-        ("latency p50 / p95 (ms)", [f"{r.latency(0.5)} / {r.latency(0.95)}" for r in reports]),
+        # one row each: a cell of both would make the columns as wide as the slowest run
+        ("latency p50 (ms)", [str(r.latency(0.5)) for r in reports]),
+        ("latency p95 (ms)", [str(r.latency(0.95)) for r in reports]),
     ]
     if repeat > 1:
         rows.insert(1, ("selection spread over repeats", [
@@ -322,6 +329,10 @@ def text_report(reports: list[ModelReport], cases: int, repeat: int) -> str:
         for tool, row in sorted(r.confusion.items()):
             instead = ", ".join(f"{other} x{n}" for other, n in sorted(row.items()))
             lines.append(f"{r.model}: expected {tool}, chose {instead}")
+    for r in reports:
+        for number, rep, error in r.failures:
+            run = f" (repetition {rep})" if repeat > 1 else ""
+            lines.append(f"{r.model}: case {number}{run} failed: {error}")
     for r in reports:
         if r.offline:
             lines.append(f"note: {r.model} is the offline model: this measures the harness "
