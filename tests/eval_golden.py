@@ -8,6 +8,9 @@ request Luma sends against the wire format. ``luma eval --record`` records that 
 loopback address and the server's own headers are then replaced by OpenAI's.
 
     .venv/bin/python tests/eval_golden.py        # rewrite examples/eval/recordings/
+
+The test declared in triage.luma is recorded the same way (``luma test --record``), with
+GPT54's turns of case 9.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ RECORDINGS = EXAMPLE / "recordings"
 TEMPLATES = ROOT / "tests" / "providers" / "recorded" / "openai"
 MODELS = {"GPT54Mini": "gpt-5.4-mini", "GPT54": "gpt-5.4"}
 OPENAI_URL = "https://api.openai.com/v1/chat/completions"
+TEST_CASE = 9  # the case whose turns the test in triage.luma is recorded with
 
 Turn = tuple[str, Any]  # ("tools", [(name, arguments), ...]) or ("answer", the answer object)
 
@@ -143,14 +147,23 @@ def build(out: Path) -> None:
         local = re.sub(r'(provider: "openai")', rf'\1\n  base_url: "{server.base_url}/v1"',
                        program)
         (Path(tmp) / "triage.luma").write_text(local, encoding="utf-8")
+        for turn, step in enumerate(SCRIPTS["GPT54"][TEST_CASE - 1], start=1):
+            server.reply(response("GPT54", TEST_CASE, turn, step))
         record = Path(tmp) / "recordings"
+        environment = {"OPENAI_API_KEY": openai_fake.KEY, "PATH": "/usr/bin:/bin"}
         done = subprocess.run(
             [sys.executable, "-m", "luma", "eval", str(Path(tmp) / "triage.luma"),
              "--agent", "Triage", "--cases", str(EXAMPLE / "golden.jsonl"),
              *(a for m in MODELS for a in ("--model", m)),
              "--tool-module", str(EXAMPLE / "triage_tools.py"), "--record", str(record)],
-            capture_output=True, text=True, env={"OPENAI_API_KEY": openai_fake.KEY,
-                                                 "PATH": "/usr/bin:/bin"})
+            capture_output=True, text=True, env=environment)
+        tested = subprocess.run(
+            [sys.executable, "-m", "luma", "test", str(Path(tmp) / "triage.luma"),
+             "--tool-module", str(EXAMPLE / "triage_tools.py"), "--record", str(record)],
+            capture_output=True, text=True, env=environment)
+        done.returncode = done.returncode or tested.returncode
+        done.stdout += tested.stdout
+        done.stderr += tested.stderr
         if done.returncode != 0 or server.replies:
             raise SystemExit(f"the recording run failed:\n{done.stdout}{done.stderr}")
         if out.exists():

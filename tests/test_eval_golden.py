@@ -57,6 +57,15 @@ def test_concurrent_cases_give_the_same_report() -> None:
     assert (mini["retries"], full["retries"]) == (2, 0)
 
 
+def test_the_test_of_the_contract_replays_from_its_recording() -> None:
+    done = luma("test", "examples/eval/triage.luma", "--tool-module",
+                "examples/eval/triage_tools.py", "--replay", "examples/eval/recordings",
+                env=NO_KEY)
+    assert done.code == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("PASSED       a lost parcel goes to shipping  "
+                                  "(examples/eval/triage.luma:")
+
+
 def test_min_accuracy_gates_the_weaker_model() -> None:
     done = luma(*COMMAND, "--min-accuracy", "0.9", env=NO_KEY)
     assert done.code == 1
@@ -69,7 +78,7 @@ def test_the_recordings_are_the_ones_the_builder_makes(tmp_path: Path) -> None:
     committed = ROOT / "examples" / "eval" / "recordings"
     names = sorted(p.name for p in committed.iterdir())
     assert names == sorted(p.name for p in (tmp_path / "built").iterdir())
-    assert len(names) == 20
+    assert len(names) == 21  # 10 cases on 2 models, and the test of triage.luma
 
     def content(path: Path) -> list[object]:
         # the client's own headers (its version, the body's length) may differ
