@@ -202,6 +202,7 @@ def describe_unexpected(exc: Any, text: str,
 
 _TEST_ENTRIES = ("assert", "check", "mock")
 _ENTRY_STARTS = (None, "_NL", "LBRACE", "COMMA")
+_TEST_KEYWORDS = ("ASSERT", "CHECK", "MOCK")
 
 
 def _test_entry_problem(postlex: Any, owner: str | None, prev: Any, before: Any, tok: Any,
@@ -212,6 +213,15 @@ def _test_entry_problem(postlex: Any, owner: str | None, prev: Any, before: Any,
     if in_test and owner in ("test", "block") and tok.type == "COMMA":
         return ("a test's entries are separated by new lines, not ','", start, end,
                 "put each entry on its own line")
+    if in_test and prev is not None and prev.type in _TEST_KEYWORDS and tok.type == "EQUAL":
+        return (f"'{prev.value}' cannot be assigned in a test: it begins an assertion or a mock "
+                "there", prev.start_pos, prev.end_pos, "give the variable another name")
+    last = [t for t in postlex.last if t is not tok]
+    if in_test and owner == "block" and len(last) >= 3 and last[-3].type == "NAME" \
+            and last[-3].value == "model" and last[-2].type == "COLON" \
+            and last[-1].type == "NAME" and tok.type in ("_NL", "RBRACE"):
+        return ("'model:' is an entry of a test's body, not of a block inside it",
+                last[-3].start_pos, last[-1].end_pos, "move it to the top of the test")
     if not in_test and prev is not None and prev.type == "NAME" \
             and prev.value in _TEST_ENTRIES \
             and (before.type if before is not None else None) in _ENTRY_STARTS:
