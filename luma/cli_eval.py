@@ -32,6 +32,8 @@ def eval_parser() -> _Parser:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--record", metavar="DIR")
     group.add_argument("--replay", metavar="DIR")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="run up to N cases at once (default: 1); the report is the same")
     parser.add_argument("--min-accuracy", type=float, metavar="X",
                         help="exit 1 when a model's tool-selection accuracy is below X (0 to 1)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
@@ -48,6 +50,8 @@ def eval_command(argv: Sequence[str]) -> int:
     args = parser.parse_checked(argv)
     if args.repeat < 1:
         parser.error(f"--repeat must be at least 1, not {args.repeat}")
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, not {args.jobs}")
     if args.min_accuracy is not None and not 0 <= args.min_accuracy <= 1:
         parser.error(f"--min-accuracy must be between 0 and 1, not {args.min_accuracy}")
     if not Path(args.program).is_file():
@@ -79,7 +83,7 @@ def eval_command(argv: Sequence[str]) -> int:
     try:
         reports = evaluate(checked, args.agent, cases, args.models, repeat=args.repeat,
                            tool_modules=tuple(args.tool_modules), config=args.config,
-                           record=args.record, replay=args.replay)
+                           record=args.record, replay=args.replay, jobs=args.jobs)
     except StartError as exc:
         for line in exc.lines:
             sys.stderr.write(f"luma eval: {line}\n")

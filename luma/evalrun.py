@@ -9,6 +9,7 @@ import copy
 import io
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,8 +89,31 @@ class Run:
     result: Any = None
     error: str | None = None
     tokens: int = 0  # input and output tokens of every model turn
-    retries: int = 0  # model requests after the first attempt (a rejected answer, an error)
+    invalid_answers: int = 0  # answers that did not fit the ask's type
+    invalid_inputs: int = 0  # tool calls whose arguments did not fit the tool's input
+    retries: int = 0  # model requests sent again because of one of those failures
     seconds: float = 0.0  # the whole run of the agent's method
+    pending: bool = False  # a validation failure since the last model request
+
+    def hear(self, event: dict[str, Any]) -> None:
+        """Count what one telemetry event of the run says."""
+        kind = event.get("event")
+        if kind == "ask.request":
+            if self.pending:
+                self.retries += 1
+                self.pending = False
+        elif kind == "ask.response":
+            self.tokens += int(event.get("tokens_in") or 0) + int(event.get("tokens_out") or 0)
+        elif kind == "ask.invalid_answer":
+            self.invalid_answers += 1
+            self.pending = True
+        elif kind == "ask.tool_result" and event.get("outcome") in _INVALID_INPUT:
+            self.invalid_inputs += 1
+            self.pending = True
+
+
+# the outcomes of a native tool call whose arguments the runtime rejected, telling the model
+_INVALID_INPUT = ("TOOL_INPUT_INVALID", "bad_arguments")
 
 
 @dataclass(slots=True)
@@ -105,8 +129,11 @@ class ModelReport:
     confusion: dict[str, dict[str, int]] = field(default_factory=dict)  # expected -> chosen
     tokens: list[int] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
+    invalid_answers: int = 0
+    invalid_inputs: int = 0
     retries: int = 0
     by_repetition: dict[int, list[bool]] = field(default_factory=dict)  # selection per rep
+    failures: list[tuple[int, int, str]] = field(default_factory=list)  # case, rep, error
 
     def latency(self, share: float) -> float | None:
         """The ``share`` quantile (0.5: p50) of the runs' durations, in milliseconds."""
@@ -125,12 +152,16 @@ class ModelReport:
     def accuracy(self) -> float | None:
         return _rate(self.selection)
 
-    def add(self, case: dict[str, Any], run: Run, repetition: int = 1) -> None:
+    def add(self, case: dict[str, Any], run: Run, repetition: int = 1, number: int = 0) -> None:
+        """Count ``run``, the ``repetition`` of case ``number`` (from 1)."""
         self.runs += 1
         if run.error is not None:
             self.errors += 1
+            self.failures.append((number, repetition, run.error))
         self.tokens.append(run.tokens)
         self.seconds.append(run.seconds)
+        self.invalid_answers += run.invalid_answers
+        self.invalid_inputs += run.invalid_inputs
         self.retries += run.retries
         chosen = {name for name, _ in run.calls}
         expected_tools = case.get("expect_tools")
@@ -161,10 +192,15 @@ class ModelReport:
         return {"model": self.model, "offline": self.offline, "runs": self.runs,
                 "errors": self.errors, "tool_accuracy": self.accuracy,
                 "argument_match": _rate(self.args), "answer_match": _rate(self.answers),
-                "tools": tools, "confusion": self.confusion, "retries": self.retries,
+                "tools": tools, "confusion": self.confusion,
+                "validation_failures": {"answers": self.invalid_answers,
+                                        "tool_inputs": self.invalid_inputs},
+                "retries": self.retries,
                 "tokens": sum(self.tokens), "latency_ms": {"p50": self.latency(0.5),
                                                            "p95": self.latency(0.95)},
-                "accuracy_spread": list(self.spread) if self.spread else None}
+                "accuracy_spread": list(self.spread) if self.spread else None,
+                "failures": [{"case": n, "repetition": r, "error": e}
+                             for n, r, e in self.failures]}
 
 
 def _rate(values: list[bool]) -> float | None:
@@ -187,13 +223,7 @@ async def run_case(checked: CheckedFile, agent: str, case: dict[str, Any], model
     try:
         if program._ask_setup is not None:
             program._ask_setup.models.force(model)
-        def listen(event: dict[str, Any]) -> None:
-            if event.get("event") == "ask.response":
-                run.tokens += int(event.get("tokens_in") or 0) + int(event.get("tokens_out") or 0)
-            elif event.get("event") == "ask.request" and (event.get("attempt") or 1) > 1:
-                run.retries += 1
-
-        runtime = program.new_runtime(stderr=io.StringIO(), listener=listen)
+        runtime = program.new_runtime(stderr=io.StringIO(), listener=run.hear)
 
         def observe(name: str, given: Any, output: Any, err: Any, mode: str) -> None:
             if mode == "native":
@@ -225,24 +255,29 @@ def _stand_in(name: str) -> Any:
 
 def evaluate(checked: CheckedFile, agent: str, cases: list[dict[str, Any]], models: list[str],
              *, repeat: int = 1, tool_modules: tuple[str, ...] = (), config: str | None = None,
-             record: str | None = None, replay: str | None = None) -> list[ModelReport]:
-    """Every case ``repeat`` times on each model; one report per model, in the order given.
+             record: str | None = None, replay: str | None = None,
+             jobs: int = 1) -> list[ModelReport]:
+    """Every case ``repeat`` times on each model, ``jobs`` runs at a time; one report per
+    model, in the order given, the runs counted in the same order whatever ``jobs`` is.
     ``record``/``replay`` is a folder: one recording per model, case and repetition."""
     assert checked.program is not None
     offline = {m.name for m in checked.program.models if _is_offline(m)} | {"test"}
-    reports = []
-    for model in models:
-        report = ModelReport(model, model in offline)
-        for number, case in enumerate(cases, start=1):
-            for rep in range(1, repeat + 1):
-                name = f"{model}--case-{number}--{rep}.json"
-                run = asyncio.run(run_case(
-                    checked, agent, case, model, tool_modules=tool_modules, config=config,
-                    record=None if record is None else str(Path(record) / name),
-                    replay=None if replay is None else str(Path(replay) / name)))
-                report.add(case, run, rep)
-        reports.append(report)
-    return reports
+    work = [(model, number, case, rep) for model in models
+            for number, case in enumerate(cases, start=1) for rep in range(1, repeat + 1)]
+
+    def one(item: tuple[str, int, dict[str, Any], int]) -> Run:
+        model, number, case, rep = item
+        name = f"{model}--case-{number}--{rep}.json"
+        return asyncio.run(run_case(
+            checked, agent, case, model, tool_modules=tool_modules, config=config,
+            record=None if record is None else str(Path(record) / name),
+            replay=None if replay is None else str(Path(replay) / name)))
+
+    reports = {model: ModelReport(model, model in offline) for model in models}
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for (model, number, case, rep), run in zip(work, pool.map(one, work)):
+            reports[model].add(case, run, rep, number)
+    return list(reports.values())
 
 
 def _is_offline(decl: Any) -> bool:
@@ -261,9 +296,13 @@ def text_report(reports: list[ModelReport], cases: int, repeat: int) -> str:
         ("argument match", [_percent(_rate(r.args)) for r in reports]),
         ("final answer match", [_percent(_rate(r.answers)) for r in reports]),
         ("runs that failed", [f"{r.errors}/{r.runs}" for r in reports]),
-        ("retried model requests", [str(r.retries) for r in reports]),
+        ("invalid answers", [str(r.invalid_answers) for r in reports]),
+        ("invalid tool inputs", [str(r.invalid_inputs) for r in reports]),
+        ("re-asked after an invalid one", [str(r.retries) for r in reports]),
         ("tokens per run", [f"{sum(r.tokens) / max(1, r.runs):.0f}" for r in reports]),
-        ("latency p50 / p95 (ms)", [f"{r.latency(0.5)} / {r.latency(0.95)}" for r in reports]),
+        # one row each: a cell of both would make the columns as wide as the slowest run
+        ("latency p50 (ms)", [str(r.latency(0.5)) for r in reports]),
+        ("latency p95 (ms)", [str(r.latency(0.95)) for r in reports]),
     ]
     if repeat > 1:
         rows.insert(1, ("selection spread over repeats", [
@@ -290,6 +329,10 @@ def text_report(reports: list[ModelReport], cases: int, repeat: int) -> str:
         for tool, row in sorted(r.confusion.items()):
             instead = ", ".join(f"{other} x{n}" for other, n in sorted(row.items()))
             lines.append(f"{r.model}: expected {tool}, chose {instead}")
+    for r in reports:
+        for number, rep, error in r.failures:
+            run = f" (repetition {rep})" if repeat > 1 else ""
+            lines.append(f"{r.model}: case {number}{run} failed: {error}")
     for r in reports:
         if r.offline:
             lines.append(f"note: {r.model} is the offline model: this measures the harness "

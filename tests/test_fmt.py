@@ -93,6 +93,11 @@ CASES = [
     # an assert's ',' before its message is kept, also at the end of a line
     ('test "t" {\n  assert a == 1 ,"m"\n    check b,\n"n"\n}\n',
      'test "t" {\n  assert a == 1, "m"\n  check b,\n    "n"\n}\n'),
+    # and so in the blocks of a test
+    ('test "t" {\nfor n in [1,2] {\n mock tool t returns n\nif n>1 {\nassert n == 2 ,"m"\n'
+     '  check b,\n"n"\n}\n}\n}\n',
+     'test "t" {\n  for n in [1, 2] {\n    mock tool t returns n\n    if n > 1 {\n'
+     '      assert n == 2, "m"\n      check b,\n        "n"\n    }\n  }\n}\n'),
     # `else` after a declaration's `}` is a name on a line of its own, not an else clause
     ("agent A {}\nelse\n", "agent A {}\n\nelse\n"),
 ]

@@ -18,8 +18,9 @@ def test_models_side_by_side_with_precision_recall_and_the_offline_note() -> Non
                 "--model", "Picky", "--tool-module", TOOLS)
     assert done.code == 0, done.stderr
     lines = done.stdout.splitlines()
-    latency = [line for line in lines if line.startswith("latency p50 / p95 (ms)")]
-    assert len(latency) == 1  # the durations of the runs, which vary
+    latency = [line for line in lines if line.startswith(("latency p50 (ms)",
+                                                          "latency p95 (ms)"))]
+    assert len(latency) == 2  # the durations of the runs, which vary
     # the column widths follow the widest cell; the cells, in order:
     assert [" ".join(line.split()) for line in lines if line not in latency] == [
         "2 cases x 1 on 2 models",
@@ -28,7 +29,9 @@ def test_models_side_by_side_with_precision_recall_and_the_offline_note() -> Non
         "argument match 100.0% 100.0%",
         "final answer match 100.0% 100.0%",
         "runs that failed 0/2 0/2",
-        "retried model requests 0 0",
+        "invalid answers 0 0",
+        "invalid tool inputs 0 0",
+        "re-asked after an invalid one 0 0",
         "tokens per run 0 0",
         "cancel_order: precision 0.0% -",
         "cancel_order: recall - -",
@@ -53,6 +56,26 @@ def test_json_report_and_the_confusion_of_a_case_answered_with_a_tool() -> None:
     assert picky["confusion"] == {}  # nothing expected was missed; "Hello" got an extra call
     assert picky["accuracy_spread"] == [0.5, 0.5] and picky["retries"] == 0
     assert picky["latency_ms"]["p50"] <= picky["latency_ms"]["p95"]
+
+
+def test_invalid_answers_and_tool_inputs_and_the_requests_they_cost_are_counted() -> None:
+    # per case, Clumsy calls find_orders with a number for the customer id, then answers with a
+    # number for the status: each is rejected, and the model is asked again (retries: 1)
+    done = luma("eval", PROGRAM, "--agent", "Support", "--cases", CASES, "--model", "Clumsy",
+                "--model", "Picky", "--tool-module", TOOLS)
+    assert done.code == 0, done.stderr
+    rows = [" ".join(line.split()) for line in done.stdout.splitlines()]
+    assert [r for r in rows if r.startswith(("invalid", "re-asked", "runs that failed"))] == [
+        "runs that failed 0/2 0/2",
+        "invalid answers 2 0",
+        "invalid tool inputs 2 0",
+        "re-asked after an invalid one 4 0",
+    ]
+    report = json.loads(luma("eval", PROGRAM, "--agent", "Support", "--cases", CASES, "--model",
+                             "Clumsy", "--tool-module", TOOLS, "--format", "json").stdout)
+    (clumsy,) = report["models"]
+    assert clumsy["validation_failures"] == {"answers": 2, "tool_inputs": 2}
+    assert (clumsy["retries"], clumsy["errors"], clumsy["answer_match"]) == (4, 0, 1.0)
 
 
 def test_min_accuracy_is_a_ci_gate() -> None:
@@ -92,6 +115,7 @@ def test_a_real_provider_recorded_once_and_replayed(tmp_path: Path) -> None:
     (tmp_path / "orders_tools.py").write_text(
         (Path(__file__).parents[1] / TOOLS).read_text(encoding="utf-8"), encoding="utf-8")
     (tmp_path / "orders_turns.json").write_text("[]", encoding="utf-8")
+    (tmp_path / "orders_clumsy_turns.json").write_text("[]", encoding="utf-8")
     with openai_fake.server() as server:
         server.reply(openai_fake.completion(tool_calls=[("c1", "find_orders",
                                                          {"customer_id": "c-100"})]))

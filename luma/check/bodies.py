@@ -217,8 +217,8 @@ class BodyChecker:
             return
         ty = self.expr(s.message, flow)
         if ty.is_known and ty.kind != "string":
-            word = "check" if s.soft else "assert"
-            self.bag.error("E034", f"The message of an {word} must be a string, not "
+            word = "a check" if s.soft else "an assert"
+            self.bag.error("E034", f"The message of {word} must be a string, not "
                            f"{kind_word(ty)}.", s.message.span)
 
     def _calls(self, e: ast.Call) -> None:

@@ -143,7 +143,7 @@ class _Indexer:
         for m in test.models:
             if m.name in self.models:
                 self.use(("model", m.name), m.name_span)
-        for s in test.body:
+        for s in _walk(test.body):  # a mock may stand in a block of the test
             if isinstance(s, ast.Mock) and s.tool in self.tools:
                 self.use(("tool", s.tool), s.tool_span)
         self.body(f"<test {i}>", None, (), test.body)

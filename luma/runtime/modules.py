@@ -15,6 +15,7 @@ import importlib.util
 import inspect
 import json
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -135,7 +136,18 @@ def _module_name(file: Path) -> str:
     return f"luma_tool_module_{stem}_{digest}"
 
 
+# One import at a time: a module is in sys.modules while it runs, so a program starting in
+# another thread (luma test --jobs, luma eval --jobs) would otherwise take it half-loaded,
+# without the handlers defined below the line that is running.
+_IMPORTING = threading.RLock()
+
+
 def _import_file(file: Path, shown: str, executor: ModuleExecutor | None = None) -> ModuleType:
+    with _IMPORTING:
+        return _import_file_now(file, shown, executor)
+
+
+def _import_file_now(file: Path, shown: str, executor: ModuleExecutor | None) -> ModuleType:
     name = _module_name(file) + (f"_{executor.key}" if executor is not None else "")
     cached = sys.modules.get(name)
     if cached is not None:

@@ -184,7 +184,7 @@ def describe_unexpected(exc: Any, text: str,
     if prev is not None and prev.type == "TEST" and not postlex.stack and tok.type != "STRING":
         return (f"expected the test's name (a string) after 'test', found {found}", start, end,
                 "a top-level statement cannot begin with a variable named 'test': rename it")
-    test_entry = _test_entry_problem(postlex, owner, prev, tok, start, end)
+    test_entry = _test_entry_problem(postlex, owner, prev, before, tok, start, end)
     if test_entry is not None:
         return test_entry
     if "_NL" in expected or "COMMA" in expected and frame is not None and frame.bracket == "{":
@@ -201,22 +201,32 @@ def describe_unexpected(exc: Any, text: str,
 
 
 _TEST_ENTRIES = ("assert", "check", "mock")
+_ENTRY_STARTS = (None, "_NL", "LBRACE", "COMMA")
+_TEST_KEYWORDS = ("ASSERT", "CHECK", "MOCK")
 
 
-def _test_entry_problem(postlex: Any, owner: str | None, prev: Any, tok: Any, start: int,
-                        end: int) -> tuple[str, int, int, str | None] | None:
-    """In a test: an ``assert``, ``check`` or ``mock`` inside a block (they are entries of the
-    test's body itself), or a ``,`` between two entries (a test separates them by new lines)."""
-    if not any(f.owner == "test" for f in postlex.stack):
-        return None
-    if owner == "test" and tok.type == "COMMA":
+def _test_entry_problem(postlex: Any, owner: str | None, prev: Any, before: Any, tok: Any,
+                        start: int, end: int) -> tuple[str, int, int, str | None] | None:
+    """A ``,`` between two entries of a test or of a block inside one (a test separates them
+    by new lines), or an ``assert``, ``check`` or ``mock`` beginning an entry outside a test."""
+    in_test = any(f.owner == "test" for f in postlex.stack)
+    if in_test and owner in ("test", "block") and tok.type == "COMMA":
         return ("a test's entries are separated by new lines, not ','", start, end,
                 "put each entry on its own line")
-    if owner != "test" and prev is not None and prev.type == "NAME" \
-            and prev.value in _TEST_ENTRIES:
-        return (f"'{prev.value}' is an entry of a test's body, not of a block inside it",
-                prev.start_pos, prev.end_pos,
-                "keep what it needs in a variable and write it after the block")
+    if in_test and prev is not None and prev.type in _TEST_KEYWORDS and tok.type == "EQUAL":
+        return (f"'{prev.value}' cannot be assigned in a test: it begins an assertion or a mock "
+                "there", prev.start_pos, prev.end_pos, "give the variable another name")
+    last = [t for t in postlex.last if t is not tok]
+    if in_test and owner == "block" and len(last) >= 3 and last[-3].type == "NAME" \
+            and last[-3].value == "model" and last[-2].type == "COLON" \
+            and last[-1].type == "NAME" and tok.type in ("_NL", "RBRACE"):
+        return ("'model:' is an entry of a test's body, not of a block inside it",
+                last[-3].start_pos, last[-1].end_pos, "move it to the top of the test")
+    if not in_test and prev is not None and prev.type == "NAME" \
+            and prev.value in _TEST_ENTRIES \
+            and (before.type if before is not None else None) in _ENTRY_STARTS:
+        return (f"'{prev.value}' is only allowed in a test", prev.start_pos, prev.end_pos,
+                "write it in a test \"name\" { ... } declaration")
     return None
 
 
