@@ -4,12 +4,12 @@ fit with the type, bounds, regexes, and ``@default``/``@example`` values that th
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from luma.check.symbols import Symbols
 from luma.check.types import type_kind, type_text
 from luma.limits import MAX_LENGTH, MAX_SAFE_INTEGER
+from luma.record import Record
 from luma.schema.compile import FORMATS
 from luma.schema.values import constant_value
 from luma.syntax import ast
@@ -18,13 +18,16 @@ from luma.syntax.diagnostics import DiagnosticBag, Related, did_you_mean
 SEVERITIES = ("soft", "hard")
 
 
-@dataclass(frozen=True, slots=True)
-class _Spec:
-    params: str  # how the arguments read in a message: "(min, max)"
-    count: int
-    applies_to: tuple[str, ...] = ()  # type kinds; empty: any type
-    applies_words: str = ""
-    repeatable: bool = False
+class _Spec(Record):
+    __slots__ = __match_args__ = ("params", "count", "applies_to", "applies_words", "repeatable")
+
+    def __init__(self, params: str, count: int, applies_to: tuple[str, ...] = (),
+                 applies_words: str = "", repeatable: bool = False) -> None:
+        self.params = params  # how the arguments read in a message: "(min, max)"
+        self.count = count
+        self.applies_to = applies_to  # type kinds; empty: any type
+        self.applies_words = applies_words
+        self.repeatable = repeatable
 
 
 ANNOTATIONS: dict[str, _Spec] = {

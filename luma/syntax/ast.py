@@ -9,7 +9,6 @@ parse module is the only place that turns parser output into these nodes.
 
 from __future__ import annotations
 
-from dataclasses import field
 from typing import Union
 
 from luma.syntax.node import node
@@ -472,8 +471,8 @@ class Program:
 
     items: tuple[Decl | Stmt, ...]
     span: Span
-    declarations: tuple[Decl, ...] = field(default=())
-    statements: tuple[Stmt, ...] = field(default=())
+    declarations: tuple[Decl, ...] = ()
+    statements: tuple[Stmt, ...] = ()
 
     @staticmethod
     def of(items: tuple[Decl | Stmt, ...], span: Span) -> Program:
