@@ -3,16 +3,14 @@ fit with the type, bounds, regexes, and ``@default``/``@example`` values that th
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from luma.check.symbols import Symbols
 from luma.check.types import type_kind, type_text
 from luma.limits import MAX_LENGTH, MAX_SAFE_INTEGER
 from luma.record import Record
-from luma.schema.compile import FORMATS
-from luma.schema.values import constant_value
 from luma.syntax import ast
+from luma.syntax.constants import FORMATS, constant_value
 from luma.syntax.diagnostics import DiagnosticBag, Related, did_you_mean
 
 SEVERITIES = ("soft", "hard")
@@ -106,6 +104,8 @@ def _is_number(v: Any) -> bool:
 
 
 def _show(v: Any) -> str:
+    import json  # here: messages only
+
     return json.dumps(v, ensure_ascii=False)
 
 

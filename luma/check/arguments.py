@@ -16,6 +16,7 @@ from luma.check.exprtypes import (
     list_of, resolve, schema_difference)
 from luma.check.symbols import Symbols
 from luma.syntax import ast
+from luma.syntax.constants import constant_value
 from luma.syntax.diagnostics import DiagnosticBag, Related, did_you_mean
 
 if TYPE_CHECKING:
@@ -27,8 +28,6 @@ def statement_constant(expr: ast.Expr) -> tuple[bool, Any]:
 
     Unlike in declarations, a string with a ``{placeholder}`` is not a constant here.
     """
-    from luma.schema.values import constant_value
-
     if _has_placeholders(expr):
         return False, None
     return constant_value(expr)

@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from luma.check.types import type_text
-from luma.schema.values import constant_value
 from luma.syntax import ast
+from luma.syntax.constants import constant_value
 from luma.syntax.diagnostics import DiagnosticBag
 
 
