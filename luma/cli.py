@@ -13,13 +13,14 @@ import os
 import sys
 from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import IO, TYPE_CHECKING, Any
 
 from luma.cli_common import (EXIT_FAILED, EXIT_OK, EXIT_USAGE, _plural, _silence_stdout,
                               _StdoutFailed, _version, _write_stdout)
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:  # the parser is imported where one is built: luma check PATH ... builds none
     import argparse
+    from typing import IO, Any
 
     from luma.cli_parser import _Parser
 

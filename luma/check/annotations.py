@@ -3,8 +3,6 @@ fit with the type, bounds, regexes, and ``@default``/``@example`` values that th
 
 from __future__ import annotations
 
-from typing import Any
-
 from luma.check.symbols import Symbols
 from luma.check.types import type_kind, type_text
 from luma.limits import MAX_LENGTH, MAX_SAFE_INTEGER
@@ -12,6 +10,10 @@ from luma.record import Record
 from luma.syntax import ast
 from luma.syntax.constants import FORMATS, constant_value
 from luma.syntax.diagnostics import DiagnosticBag, Related, did_you_mean
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 SEVERITIES = ("soft", "hard")
 

@@ -9,7 +9,6 @@ rules apply; anything else is checked by its static type's kind only.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
 
 from luma.check.exprtypes import (
     BOOL, FLOAT, INT, NULL, OBJECT, STRING, UNKNOWN, Ty, describe, fits_kind, join,
@@ -19,7 +18,10 @@ from luma.syntax import ast
 from luma.syntax.constants import constant_value
 from luma.syntax.diagnostics import DiagnosticBag, Related, did_you_mean
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    from typing import Any
+
     from luma.schema.compile import SchemaCompiler
 
 

@@ -11,14 +11,16 @@ problems is reported once.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from luma.record import Record
 from luma.syntax import ast
 from luma.syntax.diagnostics import Diagnostic
 from luma.syntax.source import SourceFile, Span
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:  # imported on use: a check without tool modules does not load the runtime
+    from typing import Any
+
     from luma.runtime.modules import ToolModule
 
 CONFIG_NAME = "luma.config.json"

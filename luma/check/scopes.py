@@ -11,12 +11,15 @@ reaches the current point, and the static type of every name assigned on at leas
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from luma.check.exprtypes import UNKNOWN, Ty, join
 from luma.record import Record
 from luma.syntax import ast
 from luma.syntax.source import Span
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def assigned_names(stmts: Iterable[ast.Stmt]) -> dict[str, Span]:

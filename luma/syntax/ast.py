@@ -9,8 +9,6 @@ parse module is the only place that turns parser output into these nodes.
 
 from __future__ import annotations
 
-from typing import Union
-
 from luma.syntax.node import node
 from luma.syntax.source import Span
 
@@ -51,7 +49,7 @@ class NamedType:
     span: Span
 
 
-TypeExpr = Union[PrimitiveType, EnumType, ListType, MapType, NamedType]
+TypeExpr = PrimitiveType | EnumType | ListType | MapType | NamedType
 
 PRIMITIVE_TYPES = ("string", "int", "float", "bool", "any")
 
@@ -197,9 +195,8 @@ class Ask:
     using_span: Span | None = None
 
 
-Expr = Union[
-    Literal, StringLit, ListLit, ObjectLit, Name, Member, Index, Call, Unary, Binary, ToolCall, Ask
-]
+Expr = (Literal | StringLit | ListLit | ObjectLit | Name | Member | Index | Call | Unary | Binary
+        | ToolCall | Ask)
 
 # ---------------------------------------------------------------------------------- statements
 
@@ -261,7 +258,7 @@ class Throw:
     span: Span
 
 
-Stmt = Union[Assign, ExprStmt, If, For, Return, Try, Throw]
+Stmt = Assign | ExprStmt | If | For | Return | Try | Throw
 
 # -------------------------------------------------------------------------------- declarations
 
@@ -436,7 +433,7 @@ class Assert:
     span: Span
 
 
-TestStmt = Union[Stmt, Mock, Assert]
+TestStmt = Stmt | Mock | Assert
 
 
 @node
@@ -455,7 +452,7 @@ class TestDecl:
         return self.models[0].name if self.models else None
 
 
-Decl = Union[SchemaDecl, UnionDecl, ToolDecl, ModelDecl, AgentDecl, DatasourceDecl, TestDecl]
+Decl = SchemaDecl | UnionDecl | ToolDecl | ModelDecl | AgentDecl | DatasourceDecl | TestDecl
 
 
 def _entry(config: tuple[ConfigEntry, ...], key: str) -> ConfigEntry | None:

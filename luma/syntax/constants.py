@@ -5,9 +5,11 @@ program loads the validator only for a program that needs it."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from luma.syntax import ast
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 FORMATS = ("email", "uri", "date", "date-time", "uuid")
 

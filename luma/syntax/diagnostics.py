@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from luma.record import Record
 from luma.syntax.source import Span
 
-Severity = Literal["error", "warning"]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Literal
+
+    Severity = Literal["error", "warning"]
+else:
+    Severity = str
 
 
 class Related(Record):

@@ -32,12 +32,17 @@ not load it.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, TypeVar, dataclass_transform
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
     import dataclasses
+    from typing import Any, TypeVar, dataclass_transform
 
-T = TypeVar("T")
+    T = TypeVar("T")
+else:
+    def dataclass_transform(**_: object) -> object:
+        """What ``typing.dataclass_transform`` means is for type checkers only."""
+        return lambda function: function
 
 # Classes ``dataclass`` had to make because their generated methods were missing or stale.
 FALLBACKS: list[str] = []
