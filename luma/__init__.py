@@ -7,14 +7,15 @@ loads on first use, so that ``luma check`` does not pay for the runtime.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from luma.version import __version__
 
 __all__ = ["CompileError", "DiagnosticInfo", "LoadError", "Location", "LumaToolError",
            "Program", "RunError", "Signal", "__version__", "load", "loads"]
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    from typing import Any
+
     from luma.api import (
         CompileError,
         DiagnosticInfo,

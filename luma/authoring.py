@@ -20,7 +20,7 @@ EXIT_USAGE = 2
 
 
 def _parser(prog: str, **kwargs: object) -> argparse.ArgumentParser:
-    from luma.cli_common import _Parser, _Version
+    from luma.cli_parser import _Parser, _Version
 
     parser = _Parser(prog=prog, allow_abbrev=False, **kwargs)  # type: ignore[arg-type]
     parser.add_argument("--version", action=_Version)

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from luma.cli_common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _Parser
+from luma.cli_common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from luma.cli_parser import _Parser
 
 BATCH_INPUT_INVALID = "BATCH_INPUT_INVALID"
 INTERRUPTED = 130

@@ -7,16 +7,22 @@ arguments are known, so ``luma check`` starts fast.
 
 from __future__ import annotations
 
-import argparse
 import errno
 import io
 import os
 import sys
 from collections.abc import Sequence
-from typing import IO, Any
+from types import SimpleNamespace
 
-from luma.cli_common import (EXIT_FAILED, EXIT_OK, EXIT_USAGE, _Parser, _plural, _silence_stdout,
-                              _StdoutFailed, _Version, _version, _write_stdout)
+from luma.cli_common import (EXIT_FAILED, EXIT_OK, EXIT_USAGE, _plural, _silence_stdout,
+                              _StdoutFailed, _version, _write_stdout)
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:  # the parser is imported where one is built: luma check PATH ... builds none
+    import argparse
+    from typing import IO, Any
+
+    from luma.cli_parser import _Parser
 
 
 _COMMANDS = """commands:
@@ -133,6 +139,8 @@ def _top_help() -> str:
 
 def _top_parser() -> _Parser:
     """The parser whose usage line is ``luma``'s own (for errors that concern no command)."""
+    from luma.cli_parser import _Parser
+
     return _Parser(prog="luma", usage=_top_usage()[len("usage: "):])
 
 
@@ -185,6 +193,8 @@ def _test_parser() -> _Parser:
 # --------------------------------------------------------------------------------------- check
 
 def _check_parser() -> _Parser:
+    from luma.cli_parser import _Parser, _Version
+
     parser = _Parser(
         prog="luma check", allow_abbrev=False,
         description="Parse and check .luma files; report every diagnostic of every file.",
@@ -208,13 +218,13 @@ def _check_parser() -> _Parser:
     return parser
 
 
-def _plain_check_args(argv: Sequence[str]) -> argparse.Namespace | None:
+def _plain_check_args(argv: Sequence[str]) -> SimpleNamespace | None:
     """The arguments of ``luma check PATH ...`` (paths only, the common case) as the parser
     would give them, without building it (its help formatter costs a noticeable part of the
     start-up); None for anything else."""
     if not all(a and not a.startswith("-") for a in argv):
         return None
-    return argparse.Namespace(paths=list(argv), format="text", strict=False, tool_module=[],
+    return SimpleNamespace(paths=list(argv), format="text", strict=False, tool_module=[],
                               config=None, exclude=[], color="auto")
 
 
@@ -222,7 +232,7 @@ def check_command(argv: Sequence[str], whole_process: bool = False) -> int:
     """``luma check``: exit 0 clean (warnings allowed), 1 on an error (or a warning with
     ``--strict``), 2 on a usage error. ``whole_process``: this command is the process (not a
     call from a program that goes on after it)."""
-    args = _plain_check_args(argv)
+    args: Any = _plain_check_args(argv)
     if args is None:
         args = _check_parser().parse_checked(argv, intermixed=True)
     paths: list[str] = args.paths or ["."]
@@ -303,6 +313,10 @@ def _summary(diagnostics: Sequence[Any], files: int) -> str:
 # ----------------------------------------------------------------------------------------- run
 
 def _run_parser(prog: str) -> _Parser:
+    import argparse
+
+    from luma.cli_parser import _Parser, _Version
+
     parser = _Parser(prog=prog, allow_abbrev=False,
                      usage=f"{prog} PROGRAM.luma [options]",
                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -344,6 +358,8 @@ def _run_parser(prog: str) -> _Parser:
 def _key_value(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
+        import argparse
+
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
     return key, value
 
@@ -424,6 +440,8 @@ def _generate_tool_types(checked: Any, out: str, options: Any) -> int:
 # -------------------------------------------------------------------------------------- export
 
 def _export_parser() -> _Parser:
+    from luma.cli_parser import _Parser, _Version
+
     parser = _Parser(prog="luma export", allow_abbrev=False,
                      usage="luma export PROGRAM.luma --provider openai|azure|anthropic|gemini "
                            "[--agent NAME] [options]",

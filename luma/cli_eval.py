@@ -8,7 +8,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from luma.cli_common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _Parser, _write_stdout
+from luma.cli_common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _write_stdout
+from luma.cli_parser import _Parser
 
 
 def eval_parser() -> _Parser:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from luma.cli_common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _Parser, _write_stdout
+from luma.cli_common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _write_stdout
+from luma.cli_parser import _Parser
 
 if TYPE_CHECKING:
     from luma.compile import CheckedFile

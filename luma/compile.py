@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from luma.record import Record
 from luma.syntax import ast
 from luma.syntax.diagnostics import Diagnostic
 from luma.syntax.source import SourceFile
 
 
-@dataclass(slots=True)
-class CheckedFile:
+class CheckedFile(Record):
     """One file after the front end: its source, its AST (None on a syntax error) and all its
     diagnostics."""
 
-    source: SourceFile
-    program: ast.Program | None
-    diagnostics: list[Diagnostic]
+    __slots__ = __match_args__ = ("source", "program", "diagnostics")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, source: SourceFile, program: ast.Program | None,
+                 diagnostics: list[Diagnostic]) -> None:
+        self.source = source
+        self.program = program
+        self.diagnostics = diagnostics
 
     @property
     def has_errors(self) -> bool:

@@ -3,28 +3,31 @@ fit with the type, bounds, regexes, and ``@default``/``@example`` values that th
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from typing import Any
-
 from luma.check.symbols import Symbols
 from luma.check.types import type_kind, type_text
 from luma.limits import MAX_LENGTH, MAX_SAFE_INTEGER
-from luma.schema.compile import FORMATS
-from luma.schema.values import constant_value
+from luma.record import Record
 from luma.syntax import ast
+from luma.syntax.constants import FORMATS, constant_value
 from luma.syntax.diagnostics import DiagnosticBag, Related, did_you_mean
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 SEVERITIES = ("soft", "hard")
 
 
-@dataclass(frozen=True, slots=True)
-class _Spec:
-    params: str  # how the arguments read in a message: "(min, max)"
-    count: int
-    applies_to: tuple[str, ...] = ()  # type kinds; empty: any type
-    applies_words: str = ""
-    repeatable: bool = False
+class _Spec(Record):
+    __slots__ = __match_args__ = ("params", "count", "applies_to", "applies_words", "repeatable")
+
+    def __init__(self, params: str, count: int, applies_to: tuple[str, ...] = (),
+                 applies_words: str = "", repeatable: bool = False) -> None:
+        self.params = params  # how the arguments read in a message: "(min, max)"
+        self.count = count
+        self.applies_to = applies_to  # type kinds; empty: any type
+        self.applies_words = applies_words
+        self.repeatable = repeatable
 
 
 ANNOTATIONS: dict[str, _Spec] = {
@@ -103,6 +106,8 @@ def _is_number(v: Any) -> bool:
 
 
 def _show(v: Any) -> str:
+    import json  # here: messages only
+
     return json.dumps(v, ensure_ascii=False)
 
 

@@ -9,16 +9,19 @@ rules apply; anything else is checked by its static type's kind only.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
 
 from luma.check.exprtypes import (
     BOOL, FLOAT, INT, NULL, OBJECT, STRING, UNKNOWN, Ty, describe, fits_kind, join,
     list_of, resolve, schema_difference)
 from luma.check.symbols import Symbols
 from luma.syntax import ast
+from luma.syntax.constants import constant_value
 from luma.syntax.diagnostics import DiagnosticBag, Related, did_you_mean
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    from typing import Any
+
     from luma.schema.compile import SchemaCompiler
 
 
@@ -27,8 +30,6 @@ def statement_constant(expr: ast.Expr) -> tuple[bool, Any]:
 
     Unlike in declarations, a string with a ``{placeholder}`` is not a constant here.
     """
-    from luma.schema.values import constant_value
-
     if _has_placeholders(expr):
         return False, None
     return constant_value(expr)

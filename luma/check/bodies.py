@@ -7,7 +7,6 @@ type (``exprtypes``) so that a misspelled field is caught, and every call is han
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from luma.check.arguments import ArgumentChecker, sentence
@@ -369,6 +368,8 @@ class BodyChecker:
                 for step in part.steps:
                     if step.name is None:
                         ty = ty.item or UNKNOWN if ty.kind in ("list", "map") else UNKNOWN
+                        import json
+
                         path += f"[{json.dumps(step.index)}]"
                         continue
                     ty, problem = field_type(ty, step.name, self.symbols, path)

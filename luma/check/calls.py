@@ -9,7 +9,6 @@ arguments fit what it declares.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from luma.check.arguments import ArgumentChecker
 from luma.check.exprtypes import (
@@ -17,16 +16,19 @@ from luma.check.exprtypes import (
 from luma.check.references import report_unknown_tool
 from luma.check.scopes import Scope
 from luma.check.symbols import Symbols
+from luma.record import Record
 from luma.syntax import ast
 from luma.syntax.diagnostics import DiagnosticBag, Related, did_you_mean
 from luma.syntax.source import Span
 
 
-@dataclass(frozen=True, slots=True)
-class Builtin:
-    min_args: int
-    max_args: int | None  # None: any number
-    returns: Ty
+class Builtin(Record):
+    __slots__ = __match_args__ = ("min_args", "max_args", "returns")
+
+    def __init__(self, min_args: int, max_args: int | None, returns: Ty) -> None:
+        self.min_args = min_args
+        self.max_args = max_args  # None: any number
+        self.returns = returns
 
 
 BUILTINS: dict[str, Builtin] = {
@@ -42,16 +44,20 @@ BUILTINS: dict[str, Builtin] = {
 """The built-in functions of LANGUAGE.md §8, with their arities and result types."""
 
 
-@dataclass(frozen=True, slots=True)
-class Target:
+class Target(Record):
     """What a call resolves to: an agent method (with ``params``) or a built-in."""
 
-    label: str  # how the message names it: 'summarize', 'Other.run', 'len'
-    min_args: int
-    max_args: int | None
-    returns: Ty
-    params: tuple[ast.Field, ...] = ()
-    declared: Span | None = None
+    __slots__ = __match_args__ = ("label", "min_args", "max_args", "returns", "params",
+                                  "declared")
+
+    def __init__(self, label: str, min_args: int, max_args: int | None, returns: Ty,
+                 params: tuple[ast.Field, ...] = (), declared: Span | None = None) -> None:
+        self.label = label  # how the message names it: 'summarize', 'Other.run', 'len'
+        self.min_args = min_args
+        self.max_args = max_args
+        self.returns = returns
+        self.params = params
+        self.declared = declared
 
 
 def agent_tools(agent: ast.AgentDecl) -> frozenset[str] | None:

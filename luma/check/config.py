@@ -7,7 +7,6 @@ form the key allows, reports anything else, and returns the value (or None when 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from luma.check.names import report_duplicates
@@ -18,6 +17,8 @@ from luma.syntax.diagnostics import DiagnosticBag, did_you_mean
 
 def describe(expr: ast.Expr) -> str:
     """A short rendering of a value for a message: ``-1``, ``"writes"``, ``the name 'x'``."""
+    import json  # here: messages only (luma check does not load json for a clean program)
+
     if isinstance(expr, ast.Literal):
         return json.dumps(expr.value)
     if isinstance(expr, ast.StringLit):
@@ -90,6 +91,8 @@ class ValueReader:
             text = value.value
         elif isinstance(value, ast.Name):
             text = value.id
+        import json
+
         listed = ", ".join(json.dumps(o) for o in options)
         hint: str | None
         if isinstance(value, ast.Name) and text in options:

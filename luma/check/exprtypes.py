@@ -8,16 +8,14 @@ never checked.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from luma.check.symbols import Symbols
+from luma.record import Record
 from luma.syntax import ast
 from luma.syntax.diagnostics import Related, did_you_mean
 from luma.syntax.source import Span
 
 
-@dataclass(frozen=True, slots=True)
-class Ty:
+class Ty(Record):
     """A static type.
 
     ``kind`` is one of ``unknown null bool int float string list map object schema union``.
@@ -25,11 +23,25 @@ class Ty:
     ``item`` is a list's item or a map's value type; ``values`` are an enum's strings.
     """
 
-    kind: str
-    name: str | None = None
-    member: str | None = None
-    item: Ty | None = None
-    values: tuple[str, ...] = ()
+    __slots__ = __match_args__ = ("kind", "name", "member", "item", "values")
+
+    def __init__(self, kind: str, name: str | None = None, member: str | None = None,
+                 item: Ty | None = None, values: tuple[str, ...] = ()) -> None:
+        self.kind = kind
+        self.name = name
+        self.member = member
+        self.item = item
+        self.values = values
+
+    def __eq__(self, other: object) -> bool:  # types are compared often: no loop over fields
+        if other.__class__ is self.__class__:
+            assert isinstance(other, Ty)
+            return (self.kind, self.name, self.member, self.item, self.values) \
+                == (other.kind, other.name, other.member, other.item, other.values)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.name, self.member, self.item, self.values))
 
     @property
     def is_known(self) -> bool:
@@ -126,13 +138,15 @@ def join(a: Ty, b: Ty) -> Ty:
 # ---------------------------------------------------------------------------- field lookup
 
 
-@dataclass(frozen=True, slots=True)
-class FieldProblem:
+class FieldProblem(Record):
     """Why ``.field`` cannot be read from a value of a known type (E035)."""
 
-    message: str
-    hint: str | None
-    declared: Span | None = None  # the name of the schema or union that lacks the field
+    __slots__ = __match_args__ = ("message", "hint", "declared")
+
+    def __init__(self, message: str, hint: str | None, declared: Span | None = None) -> None:
+        self.message = message
+        self.hint = hint
+        self.declared = declared  # the name of the schema or union that lacks the field
 
     @property
     def related(self) -> tuple[Related, ...]:

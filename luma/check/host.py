@@ -10,55 +10,70 @@ problems is reported once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+from luma.record import Record
 from luma.syntax import ast
 from luma.syntax.diagnostics import Diagnostic
 from luma.syntax.source import SourceFile, Span
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:  # imported on use: a check without tool modules does not load the runtime
+    from typing import Any
+
     from luma.runtime.modules import ToolModule
 
 CONFIG_NAME = "luma.config.json"
 
 
-@dataclass(frozen=True, slots=True)
-class _ConfigEntry:
-    written: str  # the path as written in the config
-    path: Path  # resolved against the config's folder
-    key: str  # tool_modules[i]
-    span: Span  # the entry in the config file
-    manifest: Any = None  # the validated manifest: integrity, dependencies, ...
-    policy: Any = None  # the config's tool_module_policy
+class _ConfigEntry(Record):
+    __slots__ = __match_args__ = ("written", "path", "key", "span", "manifest", "policy")
+
+    def __init__(self, written: str, path: Path, key: str, span: Span, manifest: Any = None,
+                 policy: Any = None) -> None:
+        self.written = written  # the path as written in the config
+        self.path = path  # resolved against the config's folder
+        self.key = key  # tool_modules[i]
+        self.span = span  # the entry in the config file
+        self.manifest = manifest  # the validated manifest: integrity, dependencies, ...
+        self.policy = policy  # the config's tool_module_policy
 
 
-@dataclass(frozen=True, slots=True)
-class _Config:
+class _Config(Record):
     """A config file that a run would accept."""
 
-    path: Path
-    entries: list[tuple[str, str, Span, Any]]  # (written, key, span, manifest) per tool module
-    policy: Any  # its tool_module_policy
-    contexts: dict[str, dict[str, Any]]  # its tool_contexts: context → field → ContextField
-    datasources: tuple[tuple[str, Span], ...] = ()  # its datasources entries, where written
-    mcp_servers: bool = False  # it has {"mcp": ...} entries: tools a run finds on a server
+    __slots__ = __match_args__ = ("path", "entries", "policy", "contexts", "datasources",
+                                  "mcp_servers")
+
+    def __init__(self, path: Path, entries: list[tuple[str, str, Span, Any]], policy: Any,
+                 contexts: dict[str, dict[str, Any]],
+                 datasources: tuple[tuple[str, Span], ...] = (),
+                 mcp_servers: bool = False) -> None:
+        self.path = path
+        self.entries = entries  # (written, key, span, manifest) per tool module
+        self.policy = policy  # its tool_module_policy
+        self.contexts = contexts  # its tool_contexts: context → field → ContextField
+        self.datasources = datasources  # its datasources entries, where written
+        self.mcp_servers = mcp_servers  # it has {"mcp": ...} entries: tools a run finds on a server
 
 
-@dataclass(slots=True)
-class HostCheck:
+class HostCheck(Record):
     """Reports missing handlers (E040), tool modules that cannot be loaded (E041), a bad
     config file (E042) and contexts the config cannot provide (E046) for a series of programs.
     ``config``: the config of every program (``--config``); None: ``luma.config.json`` beside
     each program, if there is one."""
 
-    tool_modules: list[str] = field(default_factory=list)
-    config: Path | None = None
-    _modules: dict[Path, ToolModule | None] = field(default_factory=dict)  # None: failed
-    _configs: dict[Path, _Config | None] = field(default_factory=dict)  # None: broken
-    _reported: set[tuple[str, str, str, int]] = field(default_factory=set)
-    _texts: dict[str, SourceFile] = field(default_factory=dict)
+    __slots__ = ("tool_modules", "config", "_modules", "_configs", "_reported", "_texts")
+    __match_args__ = ("tool_modules", "config")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, tool_modules: list[str] | None = None, config: Path | None = None) -> None:
+        self.tool_modules = [] if tool_modules is None else tool_modules
+        self.config = config
+        self._modules: dict[Path, ToolModule | None] = {}  # None: failed
+        self._configs: dict[Path, _Config | None] = {}  # None: broken
+        self._reported: set[tuple[str, str, str, int]] = set()
+        self._texts: dict[str, SourceFile] = {}
 
     def config_of(self, program_path: str | Path) -> Path | None:
         """The config file a run of the program would read, if any."""

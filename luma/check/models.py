@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from luma.check.config import ValueReader, check_keys, is_env_var_name
 from luma.check.names import check_declared_name, report_duplicates
 from luma.check.references import report_unknown_tool
@@ -33,6 +31,8 @@ def check_model(model: ast.ModelDecl, symbols: Symbols, bag: DiagnosticBag) -> N
     if "provider" in entries:
         provider = read.choice(entries["provider"], PROVIDERS)
     else:
+        import json  # here: messages only
+
         listed = ", ".join(json.dumps(p) for p in PROVIDERS)
         bag.error("E009", f"Model '{model.name}' must specify a provider: one of {listed}.",
                   model.name_span, hint='e.g. provider: "openai"')

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TypeVar
 
 from luma.syntax import ast
 from luma.syntax.diagnostics import DiagnosticBag, Related
 from luma.syntax.source import Span
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    T = TypeVar("T")
 
 KEYWORDS = frozenset((
     "schema tool model agent fn if else for in return try catch throw ask using tagged by needs "
     "enum map true false null and or not datasource query command"
 ).split())
 """The reserved words of LANGUAGE.md §1."""
-
-T = TypeVar("T")
 
 
 def check_declared_name(name: str, span: Span, bag: DiagnosticBag, kind: str) -> None:

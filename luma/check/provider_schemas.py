@@ -13,12 +13,14 @@ otherwise be a failed request at run time:
 
 from __future__ import annotations
 
-from typing import Any
-
 from luma.check.types import type_text
-from luma.schema.values import constant_value
 from luma.syntax import ast
+from luma.syntax.constants import constant_value
 from luma.syntax.diagnostics import DiagnosticBag
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ProviderSchemaCheck:

@@ -11,12 +11,15 @@ reaches the current point, and the static type of every name assigned on at leas
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
 
 from luma.check.exprtypes import UNKNOWN, Ty, join
+from luma.record import Record
 from luma.syntax import ast
 from luma.syntax.source import Span
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def assigned_names(stmts: Iterable[ast.Stmt]) -> dict[str, Span]:
@@ -138,15 +141,19 @@ def _join_types(a: Names, b: Names) -> Names:
     return Names(types)
 
 
-@dataclass(slots=True)
-class Scope:
+class Scope(Record):
     """The names one body can see: its parameters and every name it assigns. ``agent`` is the
     agent whose method this is (``None`` for the top-level statements)."""
 
-    agent: ast.AgentDecl | None
-    fn: ast.FnDecl | None
-    names: dict[str, Span]
-    test: ast.TestDecl | None = None  # the test whose body this is
+    __slots__ = __match_args__ = ("agent", "fn", "names", "test")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, agent: ast.AgentDecl | None, fn: ast.FnDecl | None,
+                 names: dict[str, Span], test: ast.TestDecl | None = None) -> None:
+        self.agent = agent
+        self.fn = fn
+        self.names = names
+        self.test = test  # the test whose body this is
 
     @staticmethod
     def of_fn(agent: ast.AgentDecl, fn: ast.FnDecl) -> Scope:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from luma.record import Record
 from luma.syntax import ast
 from luma.syntax.diagnostics import DiagnosticBag, Related
 
@@ -13,17 +12,20 @@ _KIND_WORDS = {
 }
 
 
-@dataclass(slots=True)
-class Symbols:
+class Symbols(Record):
     """Declarations by name. Schemas and unions share one namespace (both are types); tools,
     models and agents each have their own, but one name may not be declared twice in any."""
 
-    schemas: dict[str, ast.SchemaDecl] = field(default_factory=dict)
-    unions: dict[str, ast.UnionDecl] = field(default_factory=dict)
-    tools: dict[str, ast.ToolDecl] = field(default_factory=dict)
-    models: dict[str, ast.ModelDecl] = field(default_factory=dict)
-    agents: dict[str, ast.AgentDecl] = field(default_factory=dict)
-    datasources: dict[str, ast.DatasourceDecl] = field(default_factory=dict)
+    __slots__ = __match_args__ = ("schemas", "unions", "tools", "models", "agents", "datasources")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        self.schemas: dict[str, ast.SchemaDecl] = {}
+        self.unions: dict[str, ast.UnionDecl] = {}
+        self.tools: dict[str, ast.ToolDecl] = {}
+        self.models: dict[str, ast.ModelDecl] = {}
+        self.agents: dict[str, ast.AgentDecl] = {}
+        self.datasources: dict[str, ast.DatasourceDecl] = {}
 
     def is_type(self, name: str) -> bool:
         return name in self.schemas or name in self.unions

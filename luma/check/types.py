@@ -6,16 +6,20 @@ statements alike (``x: T = …``, ``ask … -> T``).
 
 from __future__ import annotations
 
-from typing import Literal
-
 from luma.check.references import what_is
 from luma.check.symbols import Symbols
 from luma.syntax import ast
 from luma.syntax.diagnostics import DiagnosticBag, did_you_mean
 from luma.syntax.source import Span
 
-TypeKind = Literal["string", "int", "float", "bool", "any", "enum", "list", "map", "object",
-                   "union", "unknown"]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Literal
+
+    TypeKind = Literal["string", "int", "float", "bool", "any", "enum", "list", "map", "object",
+                       "union", "unknown"]
+else:
+    TypeKind = str
 
 
 def check_type(t: ast.TypeExpr, symbols: Symbols, bag: DiagnosticBag) -> bool:

@@ -6,7 +6,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from luma.cli_common import EXIT_FAILED, EXIT_OK, _Parser
+from luma.cli_common import EXIT_FAILED, EXIT_OK
+from luma.cli_parser import _Parser
 
 
 def mcp_parser() -> _Parser:

@@ -37,7 +37,8 @@ This module imports nothing heavy: the checker uses it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from luma.record import Record
 
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 REASONING_PROVIDERS = ("openai", "azure")
@@ -50,12 +51,15 @@ _NO_SAMPLING_CLAUDE = ("claude-fable-5", "claude-mythos-5", "claude-opus-4-7", "
                        "claude-opus-5", "claude-sonnet-5")
 
 
-@dataclass(frozen=True, slots=True)
-class Reasoning:
-    """How a model family reasons."""
+class Reasoning(Record):
+    """How a model family reasons: ``by_default``, it reasons when ``reasoning_effort`` is not
+    given; ``can_disable``, ``reasoning_effort: "none"`` turns reasoning off."""
 
-    by_default: bool     # it reasons when reasoning_effort is not given
-    can_disable: bool    # reasoning_effort "none" turns reasoning off
+    __slots__ = __match_args__ = ("by_default", "can_disable")
+
+    def __init__(self, by_default: bool, can_disable: bool) -> None:
+        self.by_default = by_default
+        self.can_disable = can_disable
 
     def active(self, effort: str | None) -> bool:
         """Whether the model reasons with this ``reasoning_effort`` (None: not given)."""

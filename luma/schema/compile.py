@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from luma.schema.values import constant_value
 from luma.syntax import ast
+from luma.syntax.constants import FORMATS, constant_value
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 DEFS_PREFIX = "#/$defs/"
@@ -23,7 +23,7 @@ TAG_KEY = "x-luma-tag"
 SEVERITY_KEY = "x-luma-severity"
 PATTERN_KEY = "x-luma-pattern"
 
-FORMATS = ("email", "uri", "date", "date-time", "uuid")
+FORMATS = FORMATS  # the names @format accepts (luma.syntax.constants)
 
 _PRIMITIVE_SCHEMAS: dict[str, dict[str, Any]] = {
     "string": {"type": "string"},

@@ -1,39 +1,6 @@
-"""Constant values of declaration expressions (annotation arguments, config values)."""
+"""Constant values of declaration expressions (annotation arguments, config values): defined in
+``luma.syntax.constants``, which the checker imports without loading this package."""
 
-from __future__ import annotations
+from luma.syntax.constants import constant_value
 
-from typing import Any
-
-from luma.syntax import ast
-
-
-def constant_value(expr: ast.Expr) -> tuple[bool, Any]:
-    """Return ``(True, value)`` when ``expr`` is a constant JSON value, else ``(False, None)``.
-
-    Constants are ``null``, booleans, numbers, strings (their constant text, braces literal)
-    and list or object literals made only of constants. A negated number literal counts too.
-    """
-    if isinstance(expr, ast.Literal):
-        return True, expr.value
-    if isinstance(expr, ast.StringLit):
-        return True, expr.value
-    if isinstance(expr, ast.ListLit):
-        items = []
-        for item in expr.items:
-            ok, value = constant_value(item)
-            if not ok:
-                return False, None
-            items.append(value)
-        return True, items
-    if isinstance(expr, ast.ObjectLit):
-        obj: dict[str, Any] = {}
-        for entry in expr.entries:
-            ok, value = constant_value(entry.value)
-            if not ok:
-                return False, None
-            obj[entry.key] = value
-        return True, obj
-    if (isinstance(expr, ast.Unary) and expr.op == "-" and isinstance(expr.operand, ast.Literal)
-            and type(expr.operand.value) in (int, float)):
-        return True, -expr.operand.value  # type: ignore[operator]
-    return False, None
+__all__ = ["constant_value"]

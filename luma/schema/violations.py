@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from luma.record import Record
 
-@dataclass(frozen=True, slots=True)
-class Violation:
+
+class Violation(Record):
     """One broken rule.
 
     ``path`` is dotted from the validated value (``items[2].qty``; ``""`` is the value itself);
@@ -19,10 +19,13 @@ class Violation:
     a soft rule that only warns.
     """
 
-    path: str
-    message: str
-    rule: str
-    soft: bool
+    __slots__ = __match_args__ = ("path", "message", "rule", "soft")
+
+    def __init__(self, path: str, message: str, rule: str, soft: bool) -> None:
+        self.path = path
+        self.message = message
+        self.rule = rule
+        self.soft = soft
 
     def render(self, prefix: str = "") -> str:
         """``<prefix>.<path>: <message>``; a union tag reads ``<path> must identify …``."""

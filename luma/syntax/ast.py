@@ -9,9 +9,6 @@ parse module is the only place that turns parser output into these nodes.
 
 from __future__ import annotations
 
-from dataclasses import field
-from typing import Union
-
 from luma.syntax.node import node
 from luma.syntax.source import Span
 
@@ -52,7 +49,7 @@ class NamedType:
     span: Span
 
 
-TypeExpr = Union[PrimitiveType, EnumType, ListType, MapType, NamedType]
+TypeExpr = PrimitiveType | EnumType | ListType | MapType | NamedType
 
 PRIMITIVE_TYPES = ("string", "int", "float", "bool", "any")
 
@@ -198,9 +195,8 @@ class Ask:
     using_span: Span | None = None
 
 
-Expr = Union[
-    Literal, StringLit, ListLit, ObjectLit, Name, Member, Index, Call, Unary, Binary, ToolCall, Ask
-]
+Expr = (Literal | StringLit | ListLit | ObjectLit | Name | Member | Index | Call | Unary | Binary
+        | ToolCall | Ask)
 
 # ---------------------------------------------------------------------------------- statements
 
@@ -262,7 +258,7 @@ class Throw:
     span: Span
 
 
-Stmt = Union[Assign, ExprStmt, If, For, Return, Try, Throw]
+Stmt = Assign | ExprStmt | If | For | Return | Try | Throw
 
 # -------------------------------------------------------------------------------- declarations
 
@@ -437,7 +433,7 @@ class Assert:
     span: Span
 
 
-TestStmt = Union[Stmt, Mock, Assert]
+TestStmt = Stmt | Mock | Assert
 
 
 @node
@@ -456,7 +452,7 @@ class TestDecl:
         return self.models[0].name if self.models else None
 
 
-Decl = Union[SchemaDecl, UnionDecl, ToolDecl, ModelDecl, AgentDecl, DatasourceDecl, TestDecl]
+Decl = SchemaDecl | UnionDecl | ToolDecl | ModelDecl | AgentDecl | DatasourceDecl | TestDecl
 
 
 def _entry(config: tuple[ConfigEntry, ...], key: str) -> ConfigEntry | None:
@@ -472,8 +468,8 @@ class Program:
 
     items: tuple[Decl | Stmt, ...]
     span: Span
-    declarations: tuple[Decl, ...] = field(default=())
-    statements: tuple[Stmt, ...] = field(default=())
+    declarations: tuple[Decl, ...] = ()
+    statements: tuple[Stmt, ...] = ()
 
     @staticmethod
     def of(items: tuple[Decl | Stmt, ...], span: Span) -> Program:

@@ -2,41 +2,53 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
-
+from luma.record import Record
 from luma.syntax.source import Span
 
-Severity = Literal["error", "warning"]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Literal
+
+    Severity = Literal["error", "warning"]
+else:
+    Severity = str
 
 
-@dataclass(frozen=True, slots=True)
-class Related:
+class Related(Record):
     """A secondary span with its own short label, e.g. "first declared here"."""
 
-    span: Span
-    message: str
+    __slots__ = __match_args__ = ("span", "message")
+
+    def __init__(self, span: Span, message: str) -> None:
+        self.span = span
+        self.message = message
 
 
-@dataclass(frozen=True, slots=True)
-class Diagnostic:
-    severity: Severity
-    code: str
-    message: str
-    span: Span
-    hint: str | None = None
-    related: tuple[Related, ...] = ()
+class Diagnostic(Record):
+    __slots__ = __match_args__ = ("severity", "code", "message", "span", "hint", "related")
+
+    def __init__(self, severity: Severity, code: str, message: str, span: Span,
+                 hint: str | None = None, related: tuple[Related, ...] = ()) -> None:
+        self.severity = severity
+        self.code = code
+        self.message = message
+        self.span = span
+        self.hint = hint
+        self.related = related
 
     @property
     def is_error(self) -> bool:
         return self.severity == "error"
 
 
-@dataclass(slots=True)
-class DiagnosticBag:
+class DiagnosticBag(Record):
     """Collects the diagnostics of one phase run."""
 
-    items: list[Diagnostic] = field(default_factory=list)
+    __slots__ = __match_args__ = ("items",)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, items: list[Diagnostic] | None = None) -> None:
+        self.items = [] if items is None else items
 
     def error(self, code: str, message: str, span: Span, hint: str | None = None,
               related: tuple[Related, ...] = ()) -> None:

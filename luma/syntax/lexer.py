@@ -12,7 +12,10 @@ error. A change to the rules goes in both places (the parser tests compare the t
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 # A line that ends with one of these continues on the next.
 CONTINUES_AFTER = frozenset({

@@ -23,20 +23,32 @@ compare every class with the one ``dataclass`` makes of the same declaration
 A class whose declaration no longer matches the generated methods (a field added, renamed or
 retyped without regenerating) is made by ``dataclass`` itself, so it stays correct, only slower;
 the tests fail until the methods are regenerated.
+
+``dataclasses`` itself (with ``inspect``, which it imports) is loaded only when something asks
+for the fields, makes a fallback class or raises ``FrozenInstanceError``: ``luma check`` does
+not load it.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, TypeVar, dataclass_transform
+import sys
 
-T = TypeVar("T")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:
+    import dataclasses
+    from typing import Any, TypeVar, dataclass_transform
+
+    T = TypeVar("T")
+else:
+    def dataclass_transform(**_: object) -> object:
+        """What ``typing.dataclass_transform`` means is for type checkers only."""
+        return lambda function: function
 
 # Classes ``dataclass`` had to make because their generated methods were missing or stale.
 FALLBACKS: list[str] = []
 
 
-@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, dataclasses.Field))
+@dataclass_transform(frozen_default=True)
 def node(cls: type[T]) -> type[T]:
     """Make ``cls`` a frozen, slotted dataclass with value equality and a readable repr."""
     from luma.syntax import node_methods
@@ -47,6 +59,8 @@ def node(cls: type[T]) -> type[T]:
     generated = node_methods.NODES.get(name)
     if generated is None or generated[0] != _signature(annotations, defaults) \
             or cls.__bases__ != (object,):
+        import dataclasses
+
         FALLBACKS.append(name)
         made: type[T] = dataclasses.dataclass(frozen=True, slots=True)(cls)
         return made
@@ -105,7 +119,10 @@ def _signature(annotations: dict[str, Any], defaults: dict[str, Any]) -> tuple[A
 
 
 def _default(value: Any) -> Any:
-    return value.default if isinstance(value, dataclasses.Field) else value
+    """A default as written: ``field(default=x)`` is ``x`` (a ``Field`` exists only once
+    ``dataclasses`` is loaded)."""
+    module = sys.modules.get("dataclasses")
+    return value.default if module is not None and isinstance(value, module.Field) else value
 
 
 class _Fields:
@@ -116,6 +133,8 @@ class _Fields:
         self.defaults = defaults
 
     def __get__(self, instance: Any, owner: type) -> dict[str, dataclasses.Field[Any]]:
+        import dataclasses
+
         shadow = type(owner.__name__, (), {
             "__module__": owner.__module__, "__qualname__": owner.__qualname__,
             "__doc__": owner.__doc__, "__annotations__": dict(owner.__annotations__),
@@ -133,6 +152,8 @@ class _Params:
     def __get__(self, instance: Any, owner: type) -> Any:
         global _PROBE
         if _PROBE is None:
+            import dataclasses
+
             @dataclasses.dataclass(frozen=True, slots=True)
             class Probe:
                 """A class for its dataclass parameters."""
@@ -146,4 +167,6 @@ _PARAMS = _Params()
 
 
 def frozen_error(action: str, name: str) -> AttributeError:
+    import dataclasses
+
     return dataclasses.FrozenInstanceError(f"cannot {action} field {name!r}")

@@ -15,7 +15,6 @@ from __future__ import annotations
 import gc
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from luma.limits import MAX_NESTING, MAX_SAFE_INTEGER
 from luma.syntax import ast, tables
@@ -24,7 +23,10 @@ from luma.syntax.lexer import CONTINUES_AFTER, NewlinePostLexer
 from luma.syntax.source import SourceFile, Span
 from luma.syntax.strings import StringProblem, parse_string, value_offsets
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    from typing import Any
+
     from lark import Lark
 
 _PUNCT = frozenset({

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from luma.record import Record
 from luma.syntax.diagnostics import Diagnostic
 from luma.syntax.source import SourceFile, Span
 
@@ -43,15 +43,17 @@ def source_lookup(known: Mapping[str, SourceFile] | Iterable[SourceFile] = ()) -
     return lookup
 
 
-@dataclass(frozen=True, slots=True)
-class Location:
+class Location(Record):
     """A span as lines and columns: 1-based, the end column exclusive."""
 
-    file: str
-    line: int
-    column: int
-    end_line: int
-    end_column: int
+    __slots__ = __match_args__ = ("file", "line", "column", "end_line", "end_column")
+
+    def __init__(self, file: str, line: int, column: int, end_line: int, end_column: int) -> None:
+        self.file = file
+        self.line = line
+        self.column = column
+        self.end_line = end_line
+        self.end_column = end_column
 
 
 def locate(span: Span, sources: SourceLookup) -> Location:

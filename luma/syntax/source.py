@@ -3,33 +3,45 @@
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+
+from luma.record import Record
 
 
-@dataclass(frozen=True, slots=True)
-class Span:
+class Span(Record):
     """A half-open range ``[start, end)`` of character offsets in one source file."""
 
-    file: str
-    start: int
-    end: int
+    __slots__ = __match_args__ = ("file", "start", "end")
+
+    def __init__(self, file: str, start: int, end: int) -> None:
+        self.file = file
+        self.start = start
+        self.end = end
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            assert isinstance(other, Span)
+            return (self.file, self.start, self.end) == (other.file, other.start, other.end)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.file, self.start, self.end))
 
     def to(self, other: Span) -> Span:
         """The span from the start of this one to the end of ``other``."""
         return Span(self.file, self.start, max(self.end, other.end))
 
 
-@dataclass(slots=True)
-class SourceFile:
+class SourceFile(Record):
     """The text of one file and the offsets where its lines start."""
 
-    path: str
-    text: str
-    _line_starts: list[int] = field(default_factory=list, repr=False)
+    __slots__ = ("path", "text", "_line_starts")
+    __match_args__ = ("path", "text")
+    __hash__ = None  # type: ignore[assignment]
 
-    def __post_init__(self) -> None:
+    def __init__(self, path: str, text: str) -> None:
+        self.path = path
+        self.text = text
         starts = [0]
-        text = self.text
         i = text.find("\n")
         while i >= 0:
             starts.append(i + 1)

@@ -1,0 +1,96 @@
+"""What ``luma check`` loads as a whole process: a guard on its start-up that counts modules
+instead of timing them. Each module below cost start-up time and is not needed to check a
+program (``docs/benchmarks.md``, "``luma check`` start-up")."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CLEAN = """\
+schema Order {
+  id: string @desc("Order id")
+  total: float @range(0, 1000000)
+  note?: string
+}
+
+tool read_order(id: string) -> Order {
+  description: "Read one order by id."
+  side_effects: "read"
+}
+
+model Fast {
+  provider: "openai"
+  name: "gpt-5.4-mini"
+}
+
+agent Desk {
+  model: Fast
+  tools: [read_order]
+
+  fn run(id: string) -> Order {
+    order = tool read_order({ id: id })
+    if order.total > 100 {
+      print("large order {order.id}")
+    }
+    return order
+  }
+}
+"""
+
+WITH_ERRORS = CLEAN.replace("total: float", "total: flaot").replace("order.id}", "order.idd}")
+
+# What no check needs: the dataclass machinery (and inspect, which it imports), the argument
+# parser (a command line of paths builds none), the validator, and every extra and dependency
+# of the runtime.
+NEVER = ("dataclasses", "inspect", "argparse", "luma.schema.validate", "luma.runtime", "lark",
+         "rich", "httpx", "pydantic", "jsonschema", "cryptography", "pygls", "mcp",
+         "opentelemetry", "psycopg", "redis")
+# Needed only to word some problems, or to validate a value a program declares.
+NOT_FOR_A_CLEAN_PROGRAM = ("json", "luma.schema")
+
+
+def imported_by_check(tmp_path: Path, text: str) -> tuple[set[str], subprocess.CompletedProcess[str]]:
+    """The modules ``python -X importtime -m luma check FILE`` imports, from its own report."""
+    program = tmp_path / "program.luma"
+    program.write_text(text, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "luma", "check", str(program)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    names = {line.rpartition("|")[2].strip() for line in done.stderr.splitlines()
+             if line.startswith("import time:") and "|" in line}
+    assert "luma.check" in names and "luma.syntax.parse" in names  # the report was read
+    return names, done
+
+
+def loaded(names: set[str], packages: tuple[str, ...]) -> list[str]:
+    return sorted(n for n in names for p in packages if n == p or n.startswith(p + "."))
+
+
+def test_a_clean_check_imports_only_what_it_needs(tmp_path: Path) -> None:
+    names, done = imported_by_check(tmp_path, CLEAN)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "checked 1 file: no problems" in done.stderr
+    assert loaded(names, NEVER + NOT_FOR_A_CLEAN_PROGRAM) == []
+
+
+def test_a_check_that_reports_problems_imports_none_of_the_rest(tmp_path: Path) -> None:
+    names, done = imported_by_check(tmp_path, WITH_ERRORS)
+    assert done.returncode == 1
+    assert "error[E" in done.stderr
+    assert loaded(names, NEVER) == []
+
+
+@pytest.mark.parametrize("argv", [["--strict"], ["--format", "json"]])
+def test_options_build_the_parser(tmp_path: Path, argv: list[str]) -> None:
+    """The other side of the guard: an option goes through argparse as before."""
+    program = tmp_path / "program.luma"
+    program.write_text(CLEAN, encoding="utf-8")
+    code = ("import sys\nfrom luma.cli import main\n"
+            f"code = main(['check', *{argv!r}, {str(program)!r}])\n"
+            "print(code, 'argparse' in sys.modules, file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert done.stderr.splitlines()[-1] == "0 True"
