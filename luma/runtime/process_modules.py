@@ -23,16 +23,22 @@ import signal as signals
 import subprocess
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from luma.runtime.errors import LumaError, LumaToolError
+from luma.runtime.handlers import CALL_DEADLINE, HandlerTimeout
 from luma.runtime.modules import ToolModule, ToolModuleError
 from luma.runtime.process_errors import RemoteFailure, RemoteOutputInvalid
 
 KILL_GRACE_S = 0.5
+
+#: How a call stopped at its CPU time limit ends its ``TOOL_TIMEOUT`` message.
+CPU_LIMIT_TEXT = (": the handler used more CPU time than its timeout, and its process was "
+                  "stopped")
 START_TIMEOUT_S = 30.0
 
 #: The whole environment of a child: no variable of Luma's process reaches it.
@@ -142,6 +148,9 @@ class ProcessModule:
         with self.lock:
             child.pending[call_id] = (loop, future)
         message = {"id": call_id, "tool": tool, "input": value, "needs": needs}
+        deadline = CALL_DEADLINE.get()
+        if deadline is not None:  # the milliseconds left: the child's clock and CPU limit
+            message["deadline"] = max(0, round((deadline - time.monotonic()) * 1000))
         if not self._write(child, message):
             with self.lock:
                 child.pending.pop(call_id, None)
@@ -275,7 +284,11 @@ def _answer(answer: dict[str, Any]) -> Any:
                             **(e.get("extra") or {}))
     if "invalid" in answer:
         raise RemoteOutputInvalid(*answer["invalid"])
-    if "timeout" in answer or "cancelled" in answer:
+    if "timeout" in answer:  # its deadline came in the child
+        raise HandlerTimeout()
+    if "cpu_limit" in answer:
+        raise HandlerTimeout(CPU_LIMIT_TEXT)
+    if "cancelled" in answer:
         raise asyncio.CancelledError()
     raise RemoteFailure(answer.get("failure", "no answer"), answer.get("exception", "Exception"))
 
