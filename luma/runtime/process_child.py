@@ -130,8 +130,11 @@ class Child:
         self.inline = concurrency == 1
         self.pool = ThreadPoolExecutor(max_workers=concurrency + 1,
                                        thread_name_prefix="luma-tool-")
-        self.watch = CpuWatch(self.past_cpu_limit)
         self.loop_clock = time.pthread_getcpuclockid(threading.get_ident())
+        self.watch = CpuWatch(self.past_cpu_limit, self.loop_clock)
+        self.retiring = False  # a call went past its CPU time limit: end when the rest are done
+        self.stopped: int | None = None
+        self.running: set[int] = set()  # the calls that have not been answered
 
     def serve(self, requests: IO[bytes]) -> None:
         loop = asyncio.new_event_loop()
@@ -174,6 +177,7 @@ class Child:
             return
         call_id = message["id"]
         invoker = self.invokers[message["tool"]]
+        self.running.add(call_id)
         if (self.inline and not invoker.is_async and not invoker.wants_signal
                 and "deadline" not in message):
             try:
@@ -272,6 +276,7 @@ class Child:
         return {"failure": _failure_text(exc), "exception": type(exc).__name__}
 
     def answer(self, call_id: int, answer: dict[str, Any]) -> None:
+        self.running.discard(call_id)
         answer["id"] = call_id
         try:
             _send(self.protocol, self.lock, answer)
@@ -281,13 +286,30 @@ class Child:
         if answer.get("restart"):
             self.protocol.flush()
             os._exit(70)
+        if self.retiring:
+            self.end_if_idle()
 
-    def past_cpu_limit(self, call_id: int) -> None:
+    def past_cpu_limit(self, call_id: int, on_loop: bool) -> None:
         """A call used more CPU time than its timeout: a thread cannot be stopped, the process
-        can (the parent starts it again for the next call)."""
-        try:
-            _send(self.protocol, self.lock, {"id": call_id, "cpu_limit": True})
-        finally:
+        can. It says so (the parent sends the next call to a new process), lets the other
+        calls in it finish (unless the call holds the event loop, which they need), and
+        ends."""
+        with self.lock:
+            if self.retiring:
+                return
+            self.retiring = True
+            self.stopped = call_id
+        _send(self.protocol, self.lock, {"id": call_id, "cpu_limit": True, "restart": True})
+        if on_loop:
+            self.protocol.flush()
+            os._exit(71)
+        self.end_if_idle()
+
+    def end_if_idle(self) -> None:
+        with self.lock:
+            others = self.running - {self.stopped}
+        if not others:
+            self.protocol.flush()
             os._exit(71)
 
 
@@ -297,8 +319,9 @@ class CpuWatch:
     worker thread, or the event loop's for an async one) and calls ``expired(id)`` for a call
     past its limit. The thread starts with the first such call."""
 
-    def __init__(self, expired: Any) -> None:
+    def __init__(self, expired: Any, loop_clock: int) -> None:
         self.expired = expired
+        self.loop_clock = loop_clock
         self.calls: dict[int, tuple[int, float]] = {}  # id -> (CPU clock, CPU time to stop at)
         self.lock = threading.Lock()
         self.wake = threading.Event()
@@ -332,7 +355,7 @@ class CpuWatch:
                 except OSError:
                     continue  # its thread has just ended
                 if used >= until:
-                    self.expired(call_id)
+                    self.expired(call_id, clock == self.loop_clock)
             time.sleep(CPU_CHECK_S)
 
 

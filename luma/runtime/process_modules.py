@@ -35,6 +35,7 @@ from luma.runtime.modules import ToolModule, ToolModuleError
 from luma.runtime.process_errors import RemoteFailure, RemoteOutputInvalid
 
 KILL_GRACE_S = 0.5
+SETTLE_POLL_S = 0.01
 
 #: How a call stopped at its CPU time limit ends its ``TOOL_TIMEOUT`` message.
 CPU_LIMIT_TEXT = (": the handler used more CPU time than its timeout, and its process was "
@@ -56,7 +57,8 @@ class _Child:
     def __init__(self, process: subprocess.Popen[bytes]) -> None:
         self.process = process
         self.pending: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
-        self.retiring = False  # it said it will end (past its memory limit)
+        self.retiring = False  # it said it will end (past its memory or CPU time limit)
+        self.given_up: set[int] = set()  # calls cancelled here that it has not answered yet
 
 
 class ProcessModule:
@@ -143,6 +145,8 @@ class ProcessModule:
     async def call(self, tool: str, value: Any, signal: Any, needs: Any) -> Any:
         loop = asyncio.get_running_loop()
         child = self._running()
+        if child.given_up:
+            child = await self._settled(child)
         call_id = next(self.ids)
         future: asyncio.Future[Any] = loop.create_future()
         with self.lock:
@@ -160,12 +164,25 @@ class ProcessModule:
             answer = await future
         except asyncio.CancelledError:
             reason = getattr(signal, "reason", None) or "cancelled"
+            with self.lock:
+                if call_id in child.pending:
+                    child.given_up.add(call_id)
             self._write(child, {"cancel": call_id, "reason": reason})
             timer = threading.Timer(KILL_GRACE_S, self._kill_if_pending, (child, call_id))
             timer.daemon = True
             timer.start()
             raise
         return _answer(answer)
+
+    async def _settled(self, child: _Child) -> _Child:
+        """A call that finds a given-up call still in the process waits until it is answered
+        or the process ends (killed at the latest :data:`KILL_GRACE_S` after it was given
+        up): a process whose handler spins would take the new call down with it."""
+        waited = 0.0
+        while child.given_up and child.process.poll() is None and waited < 2 * KILL_GRACE_S:
+            await asyncio.sleep(SETTLE_POLL_S)
+            waited += SETTLE_POLL_S
+        return self._running()
 
     def _kill_if_pending(self, child: _Child, call_id: int) -> None:
         """The child has not answered a cancelled call in time: it ignores its Signal."""
@@ -243,6 +260,7 @@ def _read(ref: Callable[[], ProcessModule | None], lock: threading.Lock, child: 
             if message.get("restart"):
                 child.retiring = True  # the next call starts a new process
             waiting = child.pending.pop(message["id"], None)
+            child.given_up.discard(message["id"])
         if waiting is not None:
             _settle(waiting, message)
     code = child.process.wait()
