@@ -488,14 +488,31 @@ def test_a_call_that_sleeps_past_its_deadline_is_not_stopped_by_the_cpu_limit(
 
 def test_a_spinning_handler_under_a_timeout_is_a_tool_timeout_and_its_process_comes_back(
         project: Project) -> None:
-    """Through the pipeline: Luma's clock ends the call first (``TOOL_TIMEOUT``), the child's
-    CPU watch (or, at the latest, the kill after the grace time) ends the spinning process,
-    and the next call starts a new one."""
-    project.write("tools.py", CPU_PROBE)
+    """Through the pipeline: Luma's clock ends the call first (``TOOL_TIMEOUT``); the next call
+    finds the process still spinning, retires it and starts a new one (a tool without a
+    timeout here: the start of a process counts in the timeout of the call that starts it)."""
+    project.write("tools.py", CPU_PROBE + "\n    spin = probe\n")
     project.config(policy=process())
-    program = TWICE.replace('description: "probes"', 'description: "probes"\n  timeout: 300')
-    program = program.replace('tool probe({ name: "again" })', 'tool probe({ name: "pid" })')
-    outcome = project.run("spin", program=program)
+    program = """schema Out {
+  text: string
+}
+tool spin(name: string) -> Out {
+  description: "spins"
+  timeout: 300
+}
+tool probe(name: string) -> Out {
+  description: "probes"
+}
+first = ""
+try {
+  s = tool spin({ name: "spin" })
+} catch err {
+  first = err.message
+}
+r = tool probe({ name: "pid" })
+{ first: first, second: r.text }
+"""
+    outcome = project.run(program=program)
     assert outcome.code == 0, outcome.stderr
-    assert outcome.value["first"] == "Tool 'probe' timed out after 300 ms."
+    assert outcome.value["first"] == "Tool 'spin' timed out after 300 ms."
     assert outcome.value["second"].isdigit()

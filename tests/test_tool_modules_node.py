@@ -325,23 +325,36 @@ def test_a_handler_that_spins_past_its_cpu_time_limit_is_stopped(project: Projec
     assert asyncio.run(_with_deadline(handler, {"a": 1}, 5000)) != first
 
 
-def test_a_spinning_handler_under_a_timeout_is_a_tool_timeout(project: Project) -> None:
-    project.write("tools.mjs", SPIN)
-    project.config(modules=["./tools.mjs"])
-    program = CALC.replace('description: "Add or multiply two numbers."',
-                           'description: "Add or multiply two numbers."\n  timeout: 300')
-    program = program.replace('r = tool calculate({ a: 2, b: 3, operation: "multiply" })\nr', """
+SPIN_AND_CALC = """schema CalcResult {
+  result: float
+}
+tool spin(a: float) -> CalcResult {
+  description: "Spins."
+  timeout: 300
+}
+tool calculate(a: float) -> CalcResult {
+  description: "The process id."
+}
 first = ""
 try {
-  r = tool calculate({ a: 2, b: 3, operation: "multiply" })
+  s = tool spin({ a: 2 })
 } catch err {
   first = err.message
 }
-second = tool calculate({ a: 1, b: 3, operation: "multiply" })
-{ first: first, second: second.result }""")
-    outcome = project.run(program=program)
+r = tool calculate({ a: 1 })
+{ first: first, second: r.result }
+"""
+
+
+def test_a_spinning_handler_under_a_timeout_is_a_tool_timeout(project: Project) -> None:
+    """Through the pipeline: Luma's clock ends the call (``TOOL_TIMEOUT``); the next call finds
+    the process still spinning, retires it and starts a new one (a tool without a timeout
+    here: the start of a process counts in the timeout of the call that starts it)."""
+    project.write("tools.mjs", SPIN + "export const spin = calculate;\n")
+    project.config(modules=["./tools.mjs"])
+    outcome = project.run(program=SPIN_AND_CALC)
     assert outcome.code == 0, outcome.stderr
-    assert outcome.value["first"] == "Tool 'calculate' timed out after 300 ms."
+    assert outcome.value["first"] == "Tool 'spin' timed out after 300 ms."
     assert outcome.value["second"] > 0
 
 

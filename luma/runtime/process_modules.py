@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
 import signal as signals
 import subprocess
 import sys
@@ -35,7 +36,8 @@ from luma.runtime.modules import ToolModule, ToolModuleError
 from luma.runtime.process_errors import RemoteFailure, RemoteOutputInvalid
 
 KILL_GRACE_S = 0.5
-SETTLE_POLL_S = 0.01
+SETTLE_WAIT_S = 0.05
+SETTLE_POLL_S = 0.005
 
 #: How a call stopped at its CPU time limit ends its ``TOOL_TIMEOUT`` message.
 CPU_LIMIT_TEXT = (": the handler used more CPU time than its timeout, and its process was "
@@ -58,7 +60,8 @@ class _Child:
         self.process = process
         self.pending: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
         self.retiring = False  # it said it will end (past its memory or CPU time limit)
-        self.given_up: set[int] = set()  # calls cancelled here that it has not answered yet
+        self.reader: asyncio.AbstractEventLoop | None = None  # the loop reading its answers
+        self.buffer = bytearray()  # the start of an answer not read to its end yet
 
 
 class ProcessModule:
@@ -67,6 +70,9 @@ class ProcessModule:
     def __init__(self, start: dict[str, Any], written: str, folder: Path,
                  command: list[str] | None = None) -> None:
         self.command = command or [sys.executable, "-I", "-c", _BOOT, _LUMA_ROOT]
+        # A Node.js child runs every handler on its one JavaScript thread: a handler that spins
+        # holds up every call sent after it. A Python child has a spare worker thread for them.
+        self.one_thread = command is not None
         self.start_message = start
         self.written = written
         self.folder = folder
@@ -107,11 +113,7 @@ class ProcessModule:
         child = _Child(process)
         with self.lock:
             self.child = child
-        # The reader holds the module weakly: a module nobody uses any more is collected, and
-        # its finalizer ends the child.
-        threading.Thread(target=_read, args=(weakref.ref(self), self.lock, child,
-                                             self.start_message["max_memory_mb"]),
-                         daemon=True, name=f"luma-process-{self.written}").start()
+        os.set_blocking(process.stdout.fileno(), False)  # read by an event loop from now on
         self.children[:] = [c for c in self.children if c.process.poll() is None] + [child]
         return child
 
@@ -136,7 +138,7 @@ class ProcessModule:
             with self.lock:
                 stdin.write(data)
                 stdin.flush()
-        except OSError:
+        except (OSError, ValueError):  # it has ended, or its input is closed (retired)
             return False
         return True
 
@@ -145,12 +147,13 @@ class ProcessModule:
     async def call(self, tool: str, value: Any, signal: Any, needs: Any) -> Any:
         loop = asyncio.get_running_loop()
         child = self._running()
-        if child.given_up:
+        if self.one_thread and child.pending and _given_up(child):
             child = await self._settled(child)
         call_id = next(self.ids)
         future: asyncio.Future[Any] = loop.create_future()
         with self.lock:
             child.pending[call_id] = (loop, future)
+        self._read_on(child, loop)
         message = {"id": call_id, "tool": tool, "input": value, "needs": needs}
         deadline = CALL_DEADLINE.get()
         if deadline is not None:  # the milliseconds left: the child's clock and CPU limit
@@ -164,9 +167,6 @@ class ProcessModule:
             answer = await future
         except asyncio.CancelledError:
             reason = getattr(signal, "reason", None) or "cancelled"
-            with self.lock:
-                if call_id in child.pending:
-                    child.given_up.add(call_id)
             self._write(child, {"cancel": call_id, "reason": reason})
             timer = threading.Timer(KILL_GRACE_S, self._kill_if_pending, (child, call_id))
             timer.daemon = True
@@ -175,14 +175,92 @@ class ProcessModule:
         return _answer(answer)
 
     async def _settled(self, child: _Child) -> _Child:
-        """A call that finds a given-up call still in the process waits until it is answered
-        or the process ends (killed at the latest :data:`KILL_GRACE_S` after it was given
-        up): a process whose handler spins would take the new call down with it."""
+        """A call that finds a given-up call still in a Node.js process waits a moment
+        (:data:`SETTLE_WAIT_S`) for its answer: a handler that heeds its Signal answers at
+        once. One that does not may spin on the one JavaScript thread until the process is
+        stopped, taking the new call down with it, so the process is retired (its input
+        closed: it ends) and the new call starts a new one."""
+        self._read_on(child, asyncio.get_running_loop())  # its answer may be waiting
         waited = 0.0
-        while child.given_up and child.process.poll() is None and waited < 2 * KILL_GRACE_S:
+        while _given_up(child) and child.process.poll() is None and waited < SETTLE_WAIT_S:
             await asyncio.sleep(SETTLE_POLL_S)
             waited += SETTLE_POLL_S
+        if _given_up(child):
+            with self.start_lock, self.lock:
+                if not child.retiring:
+                    child.retiring = True
+                    try:
+                        assert child.process.stdin is not None
+                        child.process.stdin.close()
+                    except OSError:
+                        pass
         return self._running()
+
+    # ---------------------------------------------------------------------------- answers
+    #
+    # A child's answers are read by the event loop of a call waiting for one (no thread in
+    # between: that hop was most of a call's cost). It reads while it has calls in the child,
+    # then hands the reading on to the loop of another waiting call (the Python API may call
+    # from several threads, each with its own loop), or stops.
+
+    def _read_on(self, child: _Child, loop: asyncio.AbstractEventLoop) -> None:
+        """Have ``loop`` read ``child``'s answers, unless a running loop already does."""
+        with self.lock:
+            reader = child.reader
+            if reader is loop or child.process.stdout is None:
+                return
+            if reader is not None and not reader.is_closed():
+                return
+            child.reader = loop
+            loop.add_reader(child.process.stdout.fileno(), self._readable, child, loop)
+
+    def _readable(self, child: _Child, loop: asyncio.AbstractEventLoop) -> None:
+        stdout = child.process.stdout
+        assert stdout is not None
+        try:
+            chunk = os.read(stdout.fileno(), 1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            loop.remove_reader(stdout.fileno())
+            with self.lock:
+                child.reader = None
+            threading.Thread(target=_ended, args=(weakref.ref(self), self.lock, child,
+                                                  self.start_message["max_memory_mb"]),
+                             daemon=True).start()
+            return
+        buffer = child.buffer
+        buffer.extend(chunk)
+        while (end := buffer.find(b"\n")) >= 0:
+            message = _parse(bytes(buffer[:end]))
+            del buffer[:end + 1]
+            if message is None or "id" not in message:
+                continue
+            with self.lock:
+                if message.get("restart") and not child.retiring:
+                    child.retiring = True  # the next call starts a new process
+                    threading.Thread(target=_reap, args=(child,), daemon=True).start()
+                waiting = child.pending.pop(message["id"], None)
+            if waiting is not None:
+                if waiting[0] is loop:
+                    if not waiting[1].done():
+                        waiting[1].set_result(message)
+                else:
+                    _settle(waiting, message)
+        with self.lock:
+            if any(waiting_loop is loop for waiting_loop, _ in child.pending.values()):
+                return
+            loop.remove_reader(stdout.fileno())
+            child.reader = None
+            others = {id(l): l for l, _ in child.pending.values() if not l.is_closed()}
+        for other in others.values():  # the reading goes on in the loop of another call
+            try:
+                other.call_soon_threadsafe(self._read_on, child, other)
+                return
+            except RuntimeError:
+                continue  # that loop has just closed
 
     def _kill_if_pending(self, child: _Child, call_id: int) -> None:
         """The child has not answered a cancelled call in time: it ignores its Signal."""
@@ -246,23 +324,21 @@ def start_process_module(start: dict[str, Any], written: str, folder: Path,
     return ToolModule(written, handlers, "process"), module
 
 
-def _read(ref: Callable[[], ProcessModule | None], lock: threading.Lock, child: _Child,
-          limit: int | None) -> None:
-    """Hand each answer of ``child`` to the call waiting for it; when the child ends, fail the
-    calls still waiting."""
-    out = child.process.stdout
-    assert out is not None
-    for line in out:
-        message = _parse(line)
-        if message is None or "id" not in message:
-            continue
-        with lock:
-            if message.get("restart"):
-                child.retiring = True  # the next call starts a new process
-            waiting = child.pending.pop(message["id"], None)
-            child.given_up.discard(message["id"])
-        if waiting is not None:
-            _settle(waiting, message)
+def _given_up(child: _Child) -> bool:
+    """Whether a call sent to ``child`` was given up here (its timeout, a cancellation: its
+    future is done) and not answered yet."""
+    return any(future.done() for _, future in list(child.pending.values()))
+
+
+def _reap(child: _Child) -> None:
+    """``child`` said it ends: its exit status is collected when it does (the calls still in
+    it are answered, or failed when its answers end)."""
+    child.process.wait()
+
+
+def _ended(ref: Callable[[], ProcessModule | None], lock: threading.Lock, child: _Child,
+           limit: int | None) -> None:
+    """``child`` closed its answers: when it has ended, fail the calls still waiting."""
     code = child.process.wait()
     module = ref()
     with lock:

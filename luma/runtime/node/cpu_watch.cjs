@@ -20,7 +20,7 @@ function check() {
   const clock = Date.now();
   for (const [id, [until, due]] of calls) {
     if (now >= until && clock >= due) {
-      writeSync(1, JSON.stringify({ id, cpu_limit: true }) + "\n");
+      writeSync(1, JSON.stringify({ id, cpu_limit: true, restart: true }) + "\n");
       process.kill(process.pid, "SIGKILL");
     }
   }
