@@ -418,3 +418,22 @@ def test_dependencies_apply_to_require(project: Project) -> None:
     assert outcome.stderr == (
         "error: Tool module './tools.cjs' could not be loaded: Error: may not import "
         "'leftpad': it is not in tool_modules[0].dependencies\n")
+
+
+def test_datasource_bridges_in_a_javascript_module_are_a_start_error(project: Project) -> None:
+    """The seed's bridge (``export const datasources``): a bridge is called by Luma's data
+    layer, not through the tool protocol, so a JavaScript module's bridges are refused."""
+    project.write("tools.mjs", """
+        export const datasources = {
+          Warehouse: async (sql, params, signal) => [],
+        };
+        export const calculate = (input) => ({ result: 1 });
+    """)
+    project.config(modules=["./tools.mjs"])
+    outcome = project.run(program=CALC)
+    assert (outcome.code, outcome.stdout) == (2, "")
+    assert outcome.stderr == (
+        "error: Tool module './tools.mjs' exports datasource bridges (Warehouse), which a "
+        "JavaScript or TypeScript module does not provide: use a built-in bridge (datasources "
+        "in luma.config.json), or a bridge in a Python tool module without sandbox "
+        "'process'.\n")

@@ -107,6 +107,15 @@ async function main() {
   try {
     const namespace = await import(pathToFileURL(start.file).href);
     const [from, table] = toolsOf(namespace);
+    const bridges = namespace.datasources ?? table.datasources;
+    if (bridges !== undefined && bridges !== null && typeof bridges === "object") {
+      const names = Object.keys(bridges).sort().join(", ");
+      send({ load_error: { message: `Tool module '${start.written}' exports datasource ` +
+        `bridges (${names}), which a JavaScript or TypeScript module does not provide: use a ` +
+        `built-in bridge (datasources in luma.config.json), or a bridge in a Python tool ` +
+        `module without sandbox 'process'.`, line: null } });
+      process.exit(0);
+    }
     handlers = {};
     for (const [name, value] of Object.entries(table)) {
       if (from === "the module itself" && (name === "datasources" || name === "default")) continue;
