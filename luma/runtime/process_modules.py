@@ -166,12 +166,14 @@ class ProcessModule:
         try:
             answer = await future
         except asyncio.CancelledError:
+            self._hand_on(child, loop)
             reason = getattr(signal, "reason", None) or "cancelled"
             self._write(child, {"cancel": call_id, "reason": reason})
             timer = threading.Timer(KILL_GRACE_S, self._kill_if_pending, (child, call_id))
             timer.daemon = True
             timer.start()
             raise
+        self._hand_on(child, loop)
         return _answer(answer)
 
     async def _settled(self, child: _Child) -> _Child:
@@ -214,6 +216,28 @@ class ProcessModule:
             child.reader = loop
             loop.add_reader(child.process.stdout.fileno(), self._readable, child, loop)
 
+    def _hand_on(self, child: _Child, loop: asyncio.AbstractEventLoop) -> None:
+        """A call of ``loop`` has ended: while calls of other loops wait, one of them reads
+        from now on (this loop may be about to close, with only given-up calls left)."""
+        with self.lock:
+            if child.reader is not loop or child.process.stdout is None:
+                return
+            others = {id(l): l for l, f in child.pending.values()
+                      if l is not loop and not f.done() and not l.is_closed()}
+            if not others:
+                return
+            loop.remove_reader(child.process.stdout.fileno())
+            child.reader = None
+        self._pass_reading(child, others.values())
+
+    def _pass_reading(self, child: _Child, loops: Any) -> None:
+        for other in loops:
+            try:
+                other.call_soon_threadsafe(self._read_on, child, other)
+                return
+            except RuntimeError:
+                continue  # that loop has just closed
+
     def _readable(self, child: _Child, loop: asyncio.AbstractEventLoop) -> None:
         stdout = child.process.stdout
         assert stdout is not None
@@ -255,12 +279,7 @@ class ProcessModule:
             loop.remove_reader(stdout.fileno())
             child.reader = None
             others = {id(l): l for l, _ in child.pending.values() if not l.is_closed()}
-        for other in others.values():  # the reading goes on in the loop of another call
-            try:
-                other.call_soon_threadsafe(self._read_on, child, other)
-                return
-            except RuntimeError:
-                continue  # that loop has just closed
+        self._pass_reading(child, others.values())  # the reading goes on in another call's loop
 
     def _kill_if_pending(self, child: _Child, call_id: int) -> None:
         """The child has not answered a cancelled call in time: it ignores its Signal."""
