@@ -2,8 +2,8 @@
 in Luma's process (``"sandbox": "strict"``, the checks without the boundary).
 
 Both sides run the same trivial handler through the whole tool pipeline, one call after the
-other; the process side adds a JSON line each way over the child's pipes and the wake-ups of
-its reader thread and event loop.
+other; the process side adds a JSON line each way over the child's pipes and a wake-up of each
+side's event loop.
 
     .venv/bin/python bench/process_module.py [--calls N]
 """

@@ -2,16 +2,19 @@
 
 A :class:`ProcessModule` starts the child (:mod:`luma.runtime.process_child`) when the program
 starts, and hands the tool pipeline one ``async`` proxy handler per tool. A call is one JSON line
-to the child (``id``, ``tool``, ``input``, ``needs``); the child answers with one
-line carrying the same ``id`` and a result (``ok``), a typed error (``tool_error``), output that
-is not JSON (``invalid``) or a failure. Calls are multiplexed over the pipes by ``id``.
+to the child (``id``, ``tool``, ``input``, ``needs`` and, with a timeout, ``deadline``: the
+milliseconds left); the child answers with one line carrying the same ``id`` and a result
+(``ok``), a typed error (``tool_error``), output that is not JSON (``invalid``), a failure,
+``timeout`` or ``cpu_limit``. Calls are multiplexed over the pipes by ``id``; the answers are
+read by the event loop of a waiting call.
 
 The child gets a clean environment, the module's folder as its working folder, no file
 descriptor but its standard streams, ``max_memory_mb`` as its ``RLIMIT_AS`` and, while
 ``allow_network`` is false, an empty network namespace. A child that ends (a crash, the memory
-limit, a kill) fails the calls in flight with ``TOOL_FAILED`` and is started again for the next
-call. A call that is given up (its timeout, a cancellation) is cancelled in the child, whose
-``Signal`` fires; a child that still has not answered :data:`KILL_GRACE_S` later is killed.
+or CPU time limit, a kill) fails the calls in flight with ``TOOL_FAILED`` and is started again
+for the next call. A call that is given up (its timeout, a cancellation) is cancelled in the
+child, whose ``Signal`` fires; a child that still has not answered :data:`KILL_GRACE_S` later
+is killed.
 """
 
 from __future__ import annotations
