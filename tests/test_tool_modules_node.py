@@ -437,3 +437,25 @@ def test_datasource_bridges_in_a_javascript_module_are_a_start_error(project: Pr
         "JavaScript or TypeScript module does not provide: use a built-in bridge (datasources "
         "in luma.config.json), or a bridge in a Python tool module without sandbox "
         "'process'.\n")
+
+
+@pytest.mark.parametrize("name, text", [
+    ("tools.mjs", "import pad from 'leftpad';\nexport const calculate = () => ({ result: pad });\n"),
+    ("tools.cjs", "const pad = require('leftpad');\nexports.calculate = () => ({ result: pad });\n"),
+])
+def test_packages_come_from_dependency_root(project: Project, name: str, text: str) -> None:
+    """With ``dependency_root``, a package is loaded from its ``node_modules``, and not from the
+    ``node_modules`` beside the module."""
+    project.write(name, text)
+    project.write("vendor/node_modules/leftpad/package.json",
+                  '{"name": "leftpad", "main": "index.js"}')
+    project.write("vendor/node_modules/leftpad/index.js", "module.exports = 6;\n")
+    project.write("node_modules/leftpad/package.json", '{"name": "leftpad", "main": "index.js"}')
+    project.write("node_modules/leftpad/index.js", "module.exports = 1;\n")
+    project.config(modules=[{"path": f"./{name}", "dependencies": ["leftpad"],
+                             "dependency_root": "./vendor"}])
+    outcome = project.run(program=CALC)
+    assert (outcome.code, outcome.value) == (0, {"result": 6}), outcome.stderr
+    project.config(modules=[{"path": f"./{name}", "dependencies": ["leftpad"]}])
+    outcome = project.run(program=CALC)
+    assert (outcome.code, outcome.value) == (0, {"result": 1}), outcome.stderr

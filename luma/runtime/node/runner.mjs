@@ -62,16 +62,27 @@ function packageName(specifier) {
 // "dependencies" list are applied here for it, with the same words.
 function hookRequire(start, api) {
   const resolve = Module._resolveFilename;
+  let root = null;
+  if (start.dependency_root) {
+    const file = start.dependency_root + "/luma-dependency-root.js";
+    root = new Module(file);
+    root.filename = file;
+    root.paths = Module._nodeModulePaths(start.dependency_root);
+  }
   Module._resolveFilename = function (request, parent, ...rest) {
     if (request === "luma") return api;
     const bare = !request.startsWith(".") && !request.startsWith("/") &&
       !request.startsWith("node:");
     const fromUser = parent?.filename && !parent.filename.includes("/node_modules/") &&
       parent.filename !== api;
-    if (bare && fromUser && start.dependencies !== null) {
+    if (bare && fromUser) {
       const name = packageName(request);
-      if (!builtinModules.includes(name) && !start.dependencies.includes(name)) {
+      const builtin = builtinModules.includes(name);
+      if (!builtin && start.dependencies !== null && !start.dependencies.includes(name)) {
         throw new Error(`may not import '${name}': it is not in ${start.key}.dependencies`);
+      }
+      if (!builtin && root !== null) {  // the packages come from dependency_root
+        return resolve.call(this, request, root, ...rest);
       }
     }
     return resolve.call(this, request, parent, ...rest);
@@ -100,6 +111,8 @@ async function main() {
     data: {
       api: pathToFileURL(here + "/luma_tools_api.mjs").href,
       dependencies: start.dependencies, dependenciesKey: `${start.key}.dependencies`,
+      dependencyRoot: start.dependency_root
+        ? pathToFileURL(start.dependency_root + "/luma-dependency-root.js").href : "",
       searchFrom: [dirname(start.file), start.dependency_root, start.project].filter(Boolean),
     },
   });
