@@ -5,8 +5,7 @@ starts, and hands the tool pipeline one ``async`` proxy handler per tool. A call
 to the child (``id``, ``tool``, ``input``, ``needs`` and, with a timeout, ``deadline``: the
 milliseconds left); the child answers with one line carrying the same ``id`` and a result
 (``ok``), a typed error (``tool_error``), output that is not JSON (``invalid``), a failure,
-``timeout`` or ``cpu_limit``. Calls are multiplexed over the pipes by ``id``; the answers are
-read by the event loop of a waiting call.
+``timeout`` or ``cpu_limit``. Calls are multiplexed over the pipes by ``id``.
 
 The child gets a clean environment, the module's folder as its working folder, no file
 descriptor but its standard streams, ``max_memory_mb`` as its ``RLIMIT_AS`` and, while
@@ -22,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import os
 import signal as signals
 import subprocess
 import sys
@@ -63,8 +61,6 @@ class _Child:
         self.process = process
         self.pending: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
         self.retiring = False  # it said it will end (past its memory or CPU time limit)
-        self.reader: asyncio.AbstractEventLoop | None = None  # the loop reading its answers
-        self.buffer = bytearray()  # the start of an answer not read to its end yet
 
 
 class ProcessModule:
@@ -116,7 +112,11 @@ class ProcessModule:
         child = _Child(process)
         with self.lock:
             self.child = child
-        os.set_blocking(process.stdout.fileno(), False)  # read by an event loop from now on
+        # The reader holds the module weakly: a module nobody uses any more is collected, and
+        # its finalizer ends the child.
+        threading.Thread(target=_read, args=(weakref.ref(self), self.lock, child,
+                                             self.start_message["max_memory_mb"]),
+                         daemon=True, name=f"luma-process-{self.written}").start()
         self.children[:] = [c for c in self.children if c.process.poll() is None] + [child]
         return child
 
@@ -156,7 +156,6 @@ class ProcessModule:
         future: asyncio.Future[Any] = loop.create_future()
         with self.lock:
             child.pending[call_id] = (loop, future)
-        self._read_on(child, loop)
         message = {"id": call_id, "tool": tool, "input": value, "needs": needs}
         deadline = CALL_DEADLINE.get()
         if deadline is not None:  # the milliseconds left: the child's clock and CPU limit
@@ -169,14 +168,12 @@ class ProcessModule:
         try:
             answer = await future
         except asyncio.CancelledError:
-            self._hand_on(child, loop)
             reason = getattr(signal, "reason", None) or "cancelled"
             self._write(child, {"cancel": call_id, "reason": reason})
             timer = threading.Timer(KILL_GRACE_S, self._kill_if_pending, (child, call_id))
             timer.daemon = True
             timer.start()
             raise
-        self._hand_on(child, loop)
         return _answer(answer)
 
     async def _settled(self, child: _Child) -> _Child:
@@ -185,7 +182,6 @@ class ProcessModule:
         once. One that does not may spin on the one JavaScript thread until the process is
         stopped, taking the new call down with it, so the process is retired (its input
         closed: it ends) and the new call starts a new one."""
-        self._read_on(child, asyncio.get_running_loop())  # its answer may be waiting
         waited = 0.0
         while _given_up(child) and child.process.poll() is None and waited < SETTLE_WAIT_S:
             await asyncio.sleep(SETTLE_POLL_S)
@@ -200,89 +196,6 @@ class ProcessModule:
                     except OSError:
                         pass
         return self._running()
-
-    # ---------------------------------------------------------------------------- answers
-    #
-    # A child's answers are read by the event loop of a call waiting for one (no thread in
-    # between: that hop was most of a call's cost). It reads while it has calls in the child,
-    # then hands the reading on to the loop of another waiting call (the Python API may call
-    # from several threads, each with its own loop), or stops.
-
-    def _read_on(self, child: _Child, loop: asyncio.AbstractEventLoop) -> None:
-        """Have ``loop`` read ``child``'s answers, unless a running loop already does."""
-        with self.lock:
-            reader = child.reader
-            if reader is loop or child.process.stdout is None:
-                return
-            if reader is not None and not reader.is_closed():
-                return
-            child.reader = loop
-            loop.add_reader(child.process.stdout.fileno(), self._readable, child, loop)
-
-    def _hand_on(self, child: _Child, loop: asyncio.AbstractEventLoop) -> None:
-        """A call of ``loop`` has ended: while calls of other loops wait, one of them reads
-        from now on (this loop may be about to close, with only given-up calls left)."""
-        with self.lock:
-            if child.reader is not loop or child.process.stdout is None:
-                return
-            others = {id(l): l for l, f in child.pending.values()
-                      if l is not loop and not f.done() and not l.is_closed()}
-            if not others:
-                return
-            loop.remove_reader(child.process.stdout.fileno())
-            child.reader = None
-        self._pass_reading(child, others.values())
-
-    def _pass_reading(self, child: _Child, loops: Any) -> None:
-        for other in loops:
-            try:
-                other.call_soon_threadsafe(self._read_on, child, other)
-                return
-            except RuntimeError:
-                continue  # that loop has just closed
-
-    def _readable(self, child: _Child, loop: asyncio.AbstractEventLoop) -> None:
-        stdout = child.process.stdout
-        assert stdout is not None
-        try:
-            chunk = os.read(stdout.fileno(), 1 << 16)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        if not chunk:
-            loop.remove_reader(stdout.fileno())
-            with self.lock:
-                child.reader = None
-            threading.Thread(target=_ended, args=(weakref.ref(self), self.lock, child,
-                                                  self.start_message["max_memory_mb"]),
-                             daemon=True).start()
-            return
-        buffer = child.buffer
-        buffer.extend(chunk)
-        while (end := buffer.find(b"\n")) >= 0:
-            message = _parse(bytes(buffer[:end]))
-            del buffer[:end + 1]
-            if message is None or "id" not in message:
-                continue
-            with self.lock:
-                if message.get("restart") and not child.retiring:
-                    child.retiring = True  # the next call starts a new process
-                    threading.Thread(target=_reap, args=(child,), daemon=True).start()
-                waiting = child.pending.pop(message["id"], None)
-            if waiting is not None:
-                if waiting[0] is loop:
-                    if not waiting[1].done():
-                        waiting[1].set_result(message)
-                else:
-                    _settle(waiting, message)
-        with self.lock:
-            if any(waiting_loop is loop for waiting_loop, _ in child.pending.values()):
-                return
-            loop.remove_reader(stdout.fileno())
-            child.reader = None
-            others = {id(l): l for l, _ in child.pending.values() if not l.is_closed()}
-        self._pass_reading(child, others.values())  # the reading goes on in another call's loop
 
     def _kill_if_pending(self, child: _Child, call_id: int) -> None:
         """The child has not answered a cancelled call in time: it ignores its Signal."""
@@ -352,15 +265,22 @@ def _given_up(child: _Child) -> bool:
     return any(future.done() for _, future in list(child.pending.values()))
 
 
-def _reap(child: _Child) -> None:
-    """``child`` said it ends: its exit status is collected when it does (the calls still in
-    it are answered, or failed when its answers end)."""
-    child.process.wait()
-
-
-def _ended(ref: Callable[[], ProcessModule | None], lock: threading.Lock, child: _Child,
-           limit: int | None) -> None:
-    """``child`` closed its answers: when it has ended, fail the calls still waiting."""
+def _read(ref: Callable[[], ProcessModule | None], lock: threading.Lock, child: _Child,
+          limit: int | None) -> None:
+    """Hand each answer of ``child`` to the call waiting for it; when the child ends, fail the
+    calls still waiting."""
+    out = child.process.stdout
+    assert out is not None
+    for line in out:
+        message = _parse(line)
+        if message is None or "id" not in message:
+            continue
+        with lock:
+            if message.get("restart"):
+                child.retiring = True  # the next call starts a new process
+            waiting = child.pending.pop(message["id"], None)
+        if waiting is not None:
+            _settle(waiting, message)
     code = child.process.wait()
     module = ref()
     with lock:
