@@ -516,3 +516,27 @@ r = tool probe({ name: "pid" })
     assert outcome.code == 0, outcome.stderr
     assert outcome.value["first"] == "Tool 'spin' timed out after 300 ms."
     assert outcome.value["second"].isdigit()
+
+
+def test_a_process_stopped_at_a_cpu_limit_lets_its_other_calls_finish(project: Project) -> None:
+    """The spinning call is answered ``cpu_limit``; a call beside it (still sleeping when the
+    limit is reached) gets its own answer before the process ends."""
+    import asyncio
+
+    from luma.runtime.handlers import HandlerTimeout
+
+    project.write("tools.py", CPU_PROBE.replace("sleep(0.6)", "sleep(3)"))  # past the limit
+    project.config(policy=process(max_concurrency=2))
+    handler = project.load().registry.handlers["probe"]
+
+    async def both() -> list[object]:
+        async def sleeper() -> object:
+            await asyncio.sleep(0.05)  # the spinner first
+            return await handler({"name": "sleep"}, None, None)
+
+        return list(await asyncio.gather(_with_deadline(handler, {"name": "spin"}, 300),
+                                         sleeper(), return_exceptions=True))
+
+    spun, slept = asyncio.run(both())
+    assert isinstance(spun, HandlerTimeout) and spun.detail.startswith(": the handler used")
+    assert slept == {"text": "slept"}
