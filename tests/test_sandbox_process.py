@@ -388,3 +388,155 @@ def test_datasource_bridges_in_a_process_module_are_a_start_error(project: Proje
         "error: Tool module './tools.py' exports datasource bridges (Warehouse), which sandbox "
         "'process' does not run: use a built-in bridge (datasources in luma.config.json), or a "
         "tool_module_policy without 'process'.\n")
+
+
+async def _with_deadline(handler: object, value: dict[str, object], ms: int) -> object:
+    """Call a process module's proxy as the pipeline calls a handler with a timeout of ``ms``,
+    but without the pipeline's own clock: whatever ends the call is the child's doing."""
+    from luma.runtime.handlers import CALL_DEADLINE
+
+    CALL_DEADLINE.set(time.monotonic() + ms / 1000)
+    return await handler(value, None, None)  # type: ignore[operator]
+
+
+def test_the_deadline_reaches_the_child_and_fires_the_signal_there(project: Project) -> None:
+    """The call message carries its deadline: the child fires the handler's Signal then and
+    answers ``timeout``, although Luma's side never cancels the call."""
+    import asyncio
+
+    from luma.runtime.handlers import HandlerTimeout
+
+    project.write("tools.py", """
+        REAL = getattr(print.__self__, '__imp' + 'ort__')
+
+        def probe(input, signal):
+            if input["name"] == "wait":
+                fired = signal.wait(10)
+                REAL("pathlib").Path("fired.txt").write_text(f"{fired} {signal.reason}")
+                return {"text": "finished after the signal"}
+            return {"text": "quick"}
+    """)
+    project.config(policy=process())
+    handler = project.load().registry.handlers["probe"]
+    started = time.monotonic()
+    with pytest.raises(HandlerTimeout) as caught:
+        asyncio.run(_with_deadline(handler, {"name": "wait"}, 200))
+    assert caught.value.detail == ""
+    assert time.monotonic() - started < 5  # the signal fired long before its 10 s wait
+    assert (project.folder / "fired.txt").read_text() == "True timeout"
+    # an answer before the deadline is the answer
+    assert asyncio.run(_with_deadline(handler, {"name": "x"}, 5000)) == {"text": "quick"}
+
+
+CPU_PROBE = """
+    REAL = getattr(print.__self__, '__imp' + 'ort__')
+
+    def probe(input):
+        if input["name"] == "spin":
+            while True:
+                pass
+        if input["name"] == "sleep":
+            REAL("time").sleep(0.6)
+            return {"text": "slept"}
+        return {"text": str(REAL("os").getpid())}
+"""
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_call_past_its_cpu_time_limit_is_stopped_and_the_process_comes_back(
+        project: Project, kind: str) -> None:
+    """A handler that spins and never looks at its Signal: the child's CPU watch stops it when
+    it has used its timeout's worth of CPU time (Luma's side never cancels it here)."""
+    import asyncio
+
+    from luma.runtime.handlers import HandlerTimeout
+
+    text = CPU_PROBE if kind == "sync" else CPU_PROBE.replace("def probe", "async def probe")
+    project.write("tools.py", text)
+    project.config(policy=process())
+    handler = project.load().registry.handlers["probe"]
+    first = asyncio.run(_with_deadline(handler, {"name": "pid"}, 5000))
+    with pytest.raises(HandlerTimeout) as caught:
+        asyncio.run(_with_deadline(handler, {"name": "spin"}, 300))
+    assert caught.value.detail == (": the handler used more CPU time than its timeout, and its "
+                                   "process was stopped")
+    with pytest.raises(ProcessLookupError):  # once Luma's side has seen it end
+        for _ in range(50):
+            os.kill(int(first["text"]), 0)  # type: ignore[index]
+            time.sleep(0.1)
+    second = asyncio.run(_with_deadline(handler, {"name": "pid"}, 5000))
+    assert second != first  # started again
+
+
+def test_a_call_that_sleeps_past_its_deadline_is_not_stopped_by_the_cpu_limit(
+        project: Project) -> None:
+    """The limit counts CPU time, not the clock: a handler that sleeps past its deadline (and
+    ignores its Signal) is answered ``timeout`` when it returns, and its process lives on."""
+    import asyncio
+
+    from luma.runtime.handlers import HandlerTimeout
+
+    project.write("tools.py", CPU_PROBE)
+    project.config(policy=process())
+    handler = project.load().registry.handlers["probe"]
+    first = asyncio.run(_with_deadline(handler, {"name": "pid"}, 5000))
+    with pytest.raises(HandlerTimeout) as caught:
+        asyncio.run(_with_deadline(handler, {"name": "sleep"}, 100))
+    assert caught.value.detail == ""
+    assert asyncio.run(_with_deadline(handler, {"name": "pid"}, 5000)) == first
+
+
+def test_a_spinning_handler_under_a_timeout_is_a_tool_timeout_and_its_process_comes_back(
+        project: Project) -> None:
+    """Through the pipeline: Luma's clock ends the call first (``TOOL_TIMEOUT``); the next call
+    finds the process still spinning, retires it and starts a new one (a tool without a
+    timeout here: the start of a process counts in the timeout of the call that starts it)."""
+    project.write("tools.py", CPU_PROBE + "\n    spin = probe\n")
+    project.config(policy=process())
+    program = """schema Out {
+  text: string
+}
+tool spin(name: string) -> Out {
+  description: "spins"
+  timeout: 300
+}
+tool probe(name: string) -> Out {
+  description: "probes"
+}
+first = ""
+try {
+  s = tool spin({ name: "spin" })
+} catch err {
+  first = err.message
+}
+r = tool probe({ name: "pid" })
+{ first: first, second: r.text }
+"""
+    outcome = project.run(program=program)
+    assert outcome.code == 0, outcome.stderr
+    assert outcome.value["first"] == "Tool 'spin' timed out after 300 ms."
+    assert outcome.value["second"].isdigit()
+
+
+def test_a_process_stopped_at_a_cpu_limit_lets_its_other_calls_finish(project: Project) -> None:
+    """The spinning call is answered ``cpu_limit``; a call beside it (still sleeping when the
+    limit is reached) gets its own answer before the process ends."""
+    import asyncio
+
+    from luma.runtime.handlers import HandlerTimeout
+
+    project.write("tools.py", CPU_PROBE.replace("sleep(0.6)", "sleep(3)"))  # past the limit
+    project.config(policy=process(max_concurrency=2))
+    handler = project.load().registry.handlers["probe"]
+
+    async def both() -> list[object]:
+        async def sleeper() -> object:
+            await asyncio.sleep(0.05)  # the spinner first
+            return await handler({"name": "sleep"}, None, None)
+
+        return list(await asyncio.gather(_with_deadline(handler, {"name": "spin"}, 300),
+                                         sleeper(), return_exceptions=True))
+
+    spun, slept = asyncio.run(both())
+    assert isinstance(spun, HandlerTimeout) and spun.detail.startswith(": the handler used")
+    assert slept == {"text": "slept"}

@@ -256,3 +256,206 @@ second = tool calculate({ a: 1, b: 3, operation: "multiply" })
     assert outcome.value["first"] == (
         "Tool 'calculate' failed: the tool module's process ended (killed by SIGABRT); its "
         "memory is limited by tool_module_policy.max_memory_mb (64 MB)")
+
+
+async def _with_deadline(handler: object, value: dict[str, object], ms: int) -> object:
+    """Call the module's proxy as the pipeline calls a handler with a timeout of ``ms``, but
+    without the pipeline's own clock: whatever ends the call is the child's doing."""
+    import time
+
+    from luma.runtime.handlers import CALL_DEADLINE
+
+    CALL_DEADLINE.set(time.monotonic() + ms / 1000)
+    return await handler(value, None, None)  # type: ignore[operator]
+
+
+def test_the_deadline_reaches_the_runner_and_fires_the_abort_signal(project: Project) -> None:
+    import asyncio
+
+    from luma.runtime.handlers import HandlerTimeout
+
+    project.write("tools.mjs", """
+        import { writeFileSync } from "node:fs";
+
+        export const calculate = (input, signal) => input.a === 0 ? { result: 0 } :
+          new Promise((resolve) => {
+            signal.addEventListener("abort", () => {
+              writeFileSync("fired.txt", String(signal.reason));
+              resolve({ result: 1 });
+            });
+          });
+    """)
+    project.config(modules=["./tools.mjs"])
+    handler = project.load().registry.handlers["calculate"]
+    with pytest.raises(HandlerTimeout) as caught:
+        asyncio.run(_with_deadline(handler, {"a": 1}, 200))
+    assert caught.value.detail == ""
+    assert (project.folder / "fired.txt").read_text() == "timeout"
+    assert asyncio.run(_with_deadline(handler, {"a": 0}, 5000)) == {"result": 0}
+
+
+SPIN = """
+    export const calculate = (input) => {
+      if (input.a === 2) for (;;) {}
+      return { result: process.pid };
+    };
+"""
+
+
+def test_a_handler_that_spins_past_its_cpu_time_limit_is_stopped(project: Project) -> None:
+    """A busy loop holds the JavaScript thread, so its deadline cannot even fire there: the
+    runner's CPU watch (a thread of its own) stops the process, which comes back."""
+    import asyncio
+    import time
+
+    from luma.runtime.handlers import HandlerTimeout
+
+    project.write("tools.mjs", SPIN)
+    project.config(modules=["./tools.mjs"])
+    handler = project.load().registry.handlers["calculate"]
+    first = asyncio.run(_with_deadline(handler, {"a": 1}, 5000))
+    with pytest.raises(HandlerTimeout) as caught:
+        asyncio.run(_with_deadline(handler, {"a": 2}, 300))
+    assert caught.value.detail == (": the handler used more CPU time than its timeout, and its "
+                                   "process was stopped")
+    with pytest.raises(ProcessLookupError):
+        for _ in range(50):
+            os.kill(first["result"], 0)  # type: ignore[index]
+            time.sleep(0.1)
+    assert asyncio.run(_with_deadline(handler, {"a": 1}, 5000)) != first
+
+
+SPIN_AND_CALC = """schema CalcResult {
+  result: float
+}
+tool spin(a: float) -> CalcResult {
+  description: "Spins."
+  timeout: 300
+}
+tool calculate(a: float) -> CalcResult {
+  description: "The process id."
+}
+first = ""
+try {
+  s = tool spin({ a: 2 })
+} catch err {
+  first = err.message
+}
+r = tool calculate({ a: 1 })
+{ first: first, second: r.result }
+"""
+
+
+def test_a_spinning_handler_under_a_timeout_is_a_tool_timeout(project: Project) -> None:
+    """Through the pipeline: Luma's clock ends the call (``TOOL_TIMEOUT``); the next call finds
+    the process still spinning, retires it and starts a new one (a tool without a timeout
+    here: the start of a process counts in the timeout of the call that starts it)."""
+    project.write("tools.mjs", SPIN + "export const spin = calculate;\n")
+    project.config(modules=["./tools.mjs"])
+    outcome = project.run(program=SPIN_AND_CALC)
+    assert outcome.code == 0, outcome.stderr
+    assert outcome.value["first"] == "Tool 'spin' timed out after 300 ms."
+    assert outcome.value["second"] > 0
+
+
+TYPED_ERROR_PROGRAM = """schema ToolError {
+  code: string
+  message: string
+  retryable: bool
+  details?: any
+}
+schema DbWriteResult { ok: bool }
+tool db_write(table: string) -> DbWriteResult {
+  description: "writes"
+  error: ToolError
+}
+out = ""
+try {
+  r = tool db_write({ table: "users" })
+} catch err {
+  out = err
+}
+out
+"""
+
+
+def test_require_luma_in_a_commonjs_module(project: Project) -> None:
+    project.write("tools.cjs", """
+        const { LumaToolError } = require("luma");
+
+        module.exports = {
+          db_write: (input) => {
+            throw new LumaToolError({ code: "DB_TIMEOUT", message: "The database timed out",
+                                      retryable: false, details: { table: input.table } });
+          },
+        };
+    """)
+    project.config(modules=["./tools.cjs"])
+    outcome = project.run(program=TYPED_ERROR_PROGRAM)
+    assert (outcome.code, outcome.value) == (0, {
+        "code": "DB_TIMEOUT", "message": "The database timed out", "retryable": False,
+        "tool": "db_write", "details": {"table": "users"}})
+
+
+def test_require_and_import_of_luma_give_the_same_class(project: Project) -> None:
+    project.write("helper.cjs", "module.exports = require('luma').LumaToolError;\n")
+    project.write("tools.mjs", """
+        import { LumaToolError } from "luma";
+        import Required from "./helper.cjs";
+
+        export const calculate = () => ({ result: LumaToolError === Required ? 1 : 0 });
+    """)
+    project.config(modules=["./tools.mjs"])
+    outcome = project.run(program=CALC)
+    assert (outcome.code, outcome.value) == (0, {"result": 1})
+
+
+def test_dependencies_apply_to_require(project: Project) -> None:
+    project.write("tools.cjs", "const x = require('leftpad');\nexports.calculate = () => x;\n")
+    project.config(modules=[{"path": "./tools.cjs", "dependencies": []}])
+    outcome = project.run(program=CALC)
+    assert (outcome.code, outcome.stdout) == (2, "")
+    assert outcome.stderr == (
+        "error: Tool module './tools.cjs' could not be loaded: Error: may not import "
+        "'leftpad': it is not in tool_modules[0].dependencies\n")
+
+
+def test_datasource_bridges_in_a_javascript_module_are_a_start_error(project: Project) -> None:
+    """The seed's bridge (``export const datasources``): a bridge is called by Luma's data
+    layer, not through the tool protocol, so a JavaScript module's bridges are refused."""
+    project.write("tools.mjs", """
+        export const datasources = {
+          Warehouse: async (sql, params, signal) => [],
+        };
+        export const calculate = (input) => ({ result: 1 });
+    """)
+    project.config(modules=["./tools.mjs"])
+    outcome = project.run(program=CALC)
+    assert (outcome.code, outcome.stdout) == (2, "")
+    assert outcome.stderr == (
+        "error: Tool module './tools.mjs' exports datasource bridges (Warehouse), which a "
+        "JavaScript or TypeScript module does not provide: use a built-in bridge (datasources "
+        "in luma.config.json), or a bridge in a Python tool module without sandbox "
+        "'process'.\n")
+
+
+@pytest.mark.parametrize("name, text", [
+    ("tools.mjs", "import pad from 'leftpad';\nexport const calculate = () => ({ result: pad });\n"),
+    ("tools.cjs", "const pad = require('leftpad');\nexports.calculate = () => ({ result: pad });\n"),
+])
+def test_packages_come_from_dependency_root(project: Project, name: str, text: str) -> None:
+    """With ``dependency_root``, a package is loaded from its ``node_modules``, and not from the
+    ``node_modules`` beside the module."""
+    project.write(name, text)
+    project.write("vendor/node_modules/leftpad/package.json",
+                  '{"name": "leftpad", "main": "index.js"}')
+    project.write("vendor/node_modules/leftpad/index.js", "module.exports = 6;\n")
+    project.write("node_modules/leftpad/package.json", '{"name": "leftpad", "main": "index.js"}')
+    project.write("node_modules/leftpad/index.js", "module.exports = 1;\n")
+    project.config(modules=[{"path": f"./{name}", "dependencies": ["leftpad"],
+                             "dependency_root": "./vendor"}])
+    outcome = project.run(program=CALC)
+    assert (outcome.code, outcome.value) == (0, {"result": 6}), outcome.stderr
+    project.config(modules=[{"path": f"./{name}", "dependencies": ["leftpad"]}])
+    outcome = project.run(program=CALC)
+    assert (outcome.code, outcome.value) == (0, {"result": 1}), outcome.stderr

@@ -23,6 +23,7 @@ import asyncio
 import contextvars
 import inspect
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -34,7 +35,19 @@ _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_O
 
 
 class HandlerTimeout(Exception):
-    """The handler did not finish within its timeout (its Signal has fired)."""
+    """The handler did not finish within its timeout (its Signal has fired). ``detail``, when
+    given, ends the call's message (what stopped it, when that was not the clock)."""
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+#: When the handler call running in this context must end (``time.monotonic()``), while it has
+#: a timeout: an ``async`` handler that hands the call on (a ``"sandbox": "process"`` module's
+#: proxy) tells the other side.
+CALL_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "luma_call_deadline", default=None)
 
 
 class HandlerInvoker:
@@ -81,7 +94,11 @@ class HandlerInvoker:
 
     async def _async_with_timeout(self, value: Any, signal: Signal | None, needs: Any,
                                   timeout_s: float) -> Any:
-        task = _handler_task(self.call(value, signal, needs), self.name)
+        token = CALL_DEADLINE.set(time.monotonic() + timeout_s)
+        try:  # the task copies the context, deadline included, when it is made
+            task = _handler_task(self.call(value, signal, needs), self.name)
+        finally:
+            CALL_DEADLINE.reset(token)
         try:
             done, _ = await asyncio.wait((task,), timeout=timeout_s)
         except asyncio.CancelledError:

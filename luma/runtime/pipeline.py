@@ -240,9 +240,10 @@ class ToolPipeline:
                     raw = await invoker.run(value, needs, plan.timeout_s,
                                             threaded=stats.threaded)
                 break
-            except HandlerTimeout:
+            except HandlerTimeout as timeout:
                 err = LumaError(TOOL_TIMEOUT, f"Tool '{tool.name}' timed out after "
-                                f"{plan.timeout_ms} ms.", retryable=True, tool=tool.name)
+                                f"{plan.timeout_ms} ms{timeout.detail}.", retryable=True,
+                                tool=tool.name)
             except BaseException as exc:  # whatever a handler raises is its failure...
                 if isinstance(exc, asyncio.CancelledError) and _cancel_requested():
                     raise  # ...except the cancellation of this call itself

@@ -17,6 +17,7 @@ import json
 import os
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,6 +26,7 @@ from typing import IO, Any
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 MIB = 1024 * 1024
+CPU_CHECK_S = 0.01
 
 
 def main() -> None:
@@ -107,7 +109,14 @@ def _send(protocol: IO[str], lock: threading.Lock, message: dict[str, Any]) -> N
 
 class Child:
     """Runs the calls that arrive, each as its own task on one event loop (a sync handler in a
-    worker thread), and answers each with one line."""
+    worker thread), and answers each with one line.
+
+    A call with a ``deadline`` (the milliseconds its timeout leaves) fires its ``Signal`` (and
+    cancels an async handler) when that time is up, and is answered ``timeout`` whatever the
+    handler does after; its CPU time is limited to the same milliseconds (:class:`CpuWatch`).
+    With ``max_concurrency`` 1, a sync handler that takes no ``Signal`` and has no deadline runs
+    on the loop itself: nothing could reach it while it runs, and the hop to a worker thread is
+    most of a call's cost in the child."""
 
     def __init__(self, protocol: IO[str], invokers: dict[str, Any], start: dict[str, Any]) -> None:
         self.protocol = protocol
@@ -117,8 +126,15 @@ class Child:
         self.tasks: dict[int, asyncio.Task[None]] = {}
         self.signals: dict[int, Any] = {}
         self.is_async: dict[int, bool] = {}
-        self.pool = ThreadPoolExecutor(max_workers=int(start.get("max_concurrency") or 1) + 1,
+        concurrency = int(start.get("max_concurrency") or 1)
+        self.inline = concurrency == 1
+        self.pool = ThreadPoolExecutor(max_workers=concurrency + 1,
                                        thread_name_prefix="luma-tool-")
+        self.loop_clock = time.pthread_getcpuclockid(threading.get_ident())
+        self.watch = CpuWatch(self.past_cpu_limit, self.loop_clock)
+        self.retiring = False  # a call went past its CPU time limit: end when the rest are done
+        self.stopped: int | None = None
+        self.running: set[int] = set()  # the calls that have not been answered
 
     def serve(self, requests: IO[bytes]) -> None:
         loop = asyncio.new_event_loop()
@@ -160,50 +176,107 @@ class Child:
                 task.cancel()
             return
         call_id = message["id"]
-        self.tasks[call_id] = loop.create_task(self.call(call_id, message))
-
-    async def call(self, call_id: int, message: dict[str, Any]) -> None:
-        from luma.runtime.errors import LumaToolError
-        from luma.runtime.values import json_problem, plain_json
-
-        from luma.runtime.signal import Signal
-
         invoker = self.invokers[message["tool"]]
+        self.running.add(call_id)
+        if (self.inline and not invoker.is_async and not invoker.wants_signal
+                and "deadline" not in message):
+            try:
+                raw = invoker.call(message["input"], None, message.get("needs"))
+            except BaseException as exc:
+                self.answer(call_id, self.failed(exc))
+                return
+            if not inspect.isawaitable(raw):
+                self.answer(call_id, _result(raw))
+                return
+            self.tasks[call_id] = loop.create_task(self.finish(call_id, raw))
+            return
+        self.tasks[call_id] = loop.create_task(self.call(call_id, invoker, message))
+
+    async def finish(self, call_id: int, awaitable: Any) -> None:
+        """A sync handler run inline returned an awaitable."""
+        try:
+            answer = _result(await awaitable)
+        except BaseException as exc:
+            answer = self.failed(exc)
+        self.tasks.pop(call_id, None)
+        self.answer(call_id, answer)
+
+    async def call(self, call_id: int, invoker: Any, message: dict[str, Any]) -> None:
+        from luma.runtime.signal import Signal, fire
+
+        loop = asyncio.get_running_loop()
         signal = Signal() if invoker.wants_signal else None
         self.signals[call_id] = signal
         self.is_async[call_id] = invoker.is_async
+        deadline = message.get("deadline")
+        limit = None if deadline is None else deadline / 1000
+        expired = [False]
+        timer = None
+        if limit is not None:
+            task = self.tasks.get(call_id)
+
+            def expire() -> None:
+                expired[0] = True
+                if signal is not None:
+                    fire(signal, "timeout")
+                if invoker.is_async and task is not None:
+                    task.cancel()
+
+            timer = loop.call_later(limit, expire)
         answer: dict[str, Any]
         try:
             if invoker.is_async:
+                if limit is not None:
+                    self.watch.start(call_id, self.loop_clock, limit)
                 raw = await invoker.call(message["input"], signal, message.get("needs"))
             else:  # a worker thread, so that calls run side by side
-                raw = await asyncio.get_running_loop().run_in_executor(
-                    self.pool, invoker.call, message["input"], signal, message.get("needs"))
+                raw = await loop.run_in_executor(self.pool, self.work, call_id, invoker,
+                                                 message, signal, limit)
                 if inspect.isawaitable(raw):
                     raw = await raw
         except asyncio.CancelledError:
             answer = {"cancelled": True}
-        except LumaToolError as exc:
-            answer = {"tool_error": {"code": exc.code, "message": exc.message,
-                                     "retryable": exc.retryable, "details": exc.details,
-                                     "extra": exc.extra}}
-        except MemoryError:
-            limit = self.start["max_memory_mb"]
-            answer = {"failure": f"MemoryError: the handler went past "
-                                 f"tool_module_policy.max_memory_mb ({limit} MB)",
-                      "exception": "MemoryError", "restart": True}
         except BaseException as exc:
-            answer = {"failure": _failure_text(exc), "exception": type(exc).__name__}
+            answer = self.failed(exc)
         else:
-            subclasses = [False]
-            problem = json_problem(raw, subclasses)
-            if problem is not None:
-                answer = {"invalid": list(problem)}
-            else:
-                answer = {"ok": plain_json(raw) if subclasses[0] else raw}
+            answer = _result(raw)
+        if timer is not None:
+            timer.cancel()
+            self.watch.stop(call_id)
+        if expired[0]:
+            answer = {"timeout": True}  # the call ended at its deadline, whatever came after
         self.tasks.pop(call_id, None)
         self.signals.pop(call_id, None)
         self.is_async.pop(call_id, None)
+        self.answer(call_id, answer)
+
+    def work(self, call_id: int, invoker: Any, message: dict[str, Any], signal: Any,
+             limit: float | None) -> Any:
+        """A sync handler on its worker thread, whose CPU clock counts against the limit."""
+        if limit is None:
+            return invoker.call(message["input"], signal, message.get("needs"))
+        self.watch.start(call_id, time.pthread_getcpuclockid(threading.get_ident()), limit)
+        try:
+            return invoker.call(message["input"], signal, message.get("needs"))
+        finally:
+            self.watch.stop(call_id)
+
+    def failed(self, exc: BaseException) -> dict[str, Any]:
+        from luma.runtime.errors import LumaToolError
+
+        if isinstance(exc, LumaToolError):
+            return {"tool_error": {"code": exc.code, "message": exc.message,
+                                   "retryable": exc.retryable, "details": exc.details,
+                                   "extra": exc.extra}}
+        if isinstance(exc, MemoryError):
+            limit = self.start["max_memory_mb"]
+            return {"failure": f"MemoryError: the handler went past "
+                               f"tool_module_policy.max_memory_mb ({limit} MB)",
+                    "exception": "MemoryError", "restart": True}
+        return {"failure": _failure_text(exc), "exception": type(exc).__name__}
+
+    def answer(self, call_id: int, answer: dict[str, Any]) -> None:
+        self.running.discard(call_id)
         answer["id"] = call_id
         try:
             _send(self.protocol, self.lock, answer)
@@ -213,6 +286,87 @@ class Child:
         if answer.get("restart"):
             self.protocol.flush()
             os._exit(70)
+        if self.retiring:
+            self.end_if_idle()
+
+    def past_cpu_limit(self, call_id: int, on_loop: bool) -> None:
+        """A call used more CPU time than its timeout: a thread cannot be stopped, the process
+        can. It says so (the parent sends the next call to a new process), lets the other
+        calls in it finish (unless the call holds the event loop, which they need), and
+        ends."""
+        with self.lock:
+            if self.retiring:
+                return
+            self.retiring = True
+            self.stopped = call_id
+        _send(self.protocol, self.lock, {"id": call_id, "cpu_limit": True, "restart": True})
+        if on_loop:
+            self.protocol.flush()
+            os._exit(71)
+        self.end_if_idle()
+
+    def end_if_idle(self) -> None:
+        with self.lock:
+            others = self.running - {self.stopped}
+        if not others:
+            self.protocol.flush()
+            os._exit(71)
+
+
+class CpuWatch:
+    """The CPU time limit of the calls that have a deadline: every :data:`CPU_CHECK_S` a thread
+    of its own reads the CPU clock of the thread running each such call (a sync handler's
+    worker thread, or the event loop's for an async one) and calls ``expired(id)`` for a call
+    past its limit. The thread starts with the first such call."""
+
+    def __init__(self, expired: Any, loop_clock: int) -> None:
+        self.expired = expired
+        self.loop_clock = loop_clock
+        self.calls: dict[int, tuple[int, float]] = {}  # id -> (CPU clock, CPU time to stop at)
+        self.lock = threading.Lock()
+        self.wake = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self, call_id: int, clock: int, limit: float) -> None:
+        until = time.clock_gettime(clock) + limit
+        with self.lock:
+            self.calls[call_id] = (clock, until)
+            self.wake.set()
+            if self.thread is None:
+                self.thread = threading.Thread(target=self.run, daemon=True,
+                                               name="luma-cpu-watch")
+                self.thread.start()
+
+    def stop(self, call_id: int) -> None:
+        with self.lock:
+            self.calls.pop(call_id, None)
+
+    def run(self) -> None:
+        while True:
+            self.wake.wait()
+            with self.lock:
+                watched = list(self.calls.items())
+                if not watched:
+                    self.wake.clear()
+                    continue
+            for call_id, (clock, until) in watched:
+                try:
+                    used = time.clock_gettime(clock)
+                except OSError:
+                    continue  # its thread has just ended
+                if used >= until:
+                    self.expired(call_id, clock == self.loop_clock)
+            time.sleep(CPU_CHECK_S)
+
+
+def _result(raw: Any) -> dict[str, Any]:
+    from luma.runtime.values import json_problem, plain_json
+
+    subclasses = [False]
+    problem = json_problem(raw, subclasses)
+    if problem is not None:
+        return {"invalid": list(problem)}
+    return {"ok": plain_json(raw) if subclasses[0] else raw}
 
 
 def _finish(done: asyncio.Future[None]) -> None:

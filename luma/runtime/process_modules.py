@@ -2,16 +2,18 @@
 
 A :class:`ProcessModule` starts the child (:mod:`luma.runtime.process_child`) when the program
 starts, and hands the tool pipeline one ``async`` proxy handler per tool. A call is one JSON line
-to the child (``id``, ``tool``, ``input``, ``needs``); the child answers with one
-line carrying the same ``id`` and a result (``ok``), a typed error (``tool_error``), output that
-is not JSON (``invalid``) or a failure. Calls are multiplexed over the pipes by ``id``.
+to the child (``id``, ``tool``, ``input``, ``needs`` and, with a timeout, ``deadline``: the
+milliseconds left); the child answers with one line carrying the same ``id`` and a result
+(``ok``), a typed error (``tool_error``), output that is not JSON (``invalid``), a failure,
+``timeout`` or ``cpu_limit``. Calls are multiplexed over the pipes by ``id``.
 
 The child gets a clean environment, the module's folder as its working folder, no file
 descriptor but its standard streams, ``max_memory_mb`` as its ``RLIMIT_AS`` and, while
 ``allow_network`` is false, an empty network namespace. A child that ends (a crash, the memory
-limit, a kill) fails the calls in flight with ``TOOL_FAILED`` and is started again for the next
-call. A call that is given up (its timeout, a cancellation) is cancelled in the child, whose
-``Signal`` fires; a child that still has not answered :data:`KILL_GRACE_S` later is killed.
+or CPU time limit, a kill) fails the calls in flight with ``TOOL_FAILED`` and is started again
+for the next call. A call that is given up (its timeout, a cancellation) is cancelled in the
+child, whose ``Signal`` fires; a child that still has not answered :data:`KILL_GRACE_S` later
+is killed.
 """
 
 from __future__ import annotations
@@ -23,16 +25,24 @@ import signal as signals
 import subprocess
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from luma.runtime.errors import LumaError, LumaToolError
+from luma.runtime.handlers import CALL_DEADLINE, HandlerTimeout
 from luma.runtime.modules import ToolModule, ToolModuleError
 from luma.runtime.process_errors import RemoteFailure, RemoteOutputInvalid
 
 KILL_GRACE_S = 0.5
+SETTLE_WAIT_S = 0.05
+SETTLE_POLL_S = 0.005
+
+#: How a call stopped at its CPU time limit ends its ``TOOL_TIMEOUT`` message.
+CPU_LIMIT_TEXT = (": the handler used more CPU time than its timeout, and its process was "
+                  "stopped")
 START_TIMEOUT_S = 30.0
 
 #: The whole environment of a child: no variable of Luma's process reaches it.
@@ -50,7 +60,7 @@ class _Child:
     def __init__(self, process: subprocess.Popen[bytes]) -> None:
         self.process = process
         self.pending: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
-        self.retiring = False  # it said it will end (past its memory limit)
+        self.retiring = False  # it said it will end (past its memory or CPU time limit)
 
 
 class ProcessModule:
@@ -59,6 +69,9 @@ class ProcessModule:
     def __init__(self, start: dict[str, Any], written: str, folder: Path,
                  command: list[str] | None = None) -> None:
         self.command = command or [sys.executable, "-I", "-c", _BOOT, _LUMA_ROOT]
+        # A Node.js child runs every handler on its one JavaScript thread: a handler that spins
+        # holds up every call sent after it. A Python child has a spare worker thread for them.
+        self.one_thread = command is not None
         self.start_message = start
         self.written = written
         self.folder = folder
@@ -128,7 +141,7 @@ class ProcessModule:
             with self.lock:
                 stdin.write(data)
                 stdin.flush()
-        except OSError:
+        except (OSError, ValueError):  # it has ended, or its input is closed (retired)
             return False
         return True
 
@@ -137,11 +150,16 @@ class ProcessModule:
     async def call(self, tool: str, value: Any, signal: Any, needs: Any) -> Any:
         loop = asyncio.get_running_loop()
         child = self._running()
+        if self.one_thread and child.pending and _given_up(child):
+            child = await self._settled(child)
         call_id = next(self.ids)
         future: asyncio.Future[Any] = loop.create_future()
         with self.lock:
             child.pending[call_id] = (loop, future)
         message = {"id": call_id, "tool": tool, "input": value, "needs": needs}
+        deadline = CALL_DEADLINE.get()
+        if deadline is not None:  # the milliseconds left: the child's clock and CPU limit
+            message["deadline"] = max(0, round((deadline - time.monotonic()) * 1000))
         if not self._write(child, message):
             with self.lock:
                 child.pending.pop(call_id, None)
@@ -157,6 +175,27 @@ class ProcessModule:
             timer.start()
             raise
         return _answer(answer)
+
+    async def _settled(self, child: _Child) -> _Child:
+        """A call that finds a given-up call still in a Node.js process waits a moment
+        (:data:`SETTLE_WAIT_S`) for its answer: a handler that heeds its Signal answers at
+        once. One that does not may spin on the one JavaScript thread until the process is
+        stopped, taking the new call down with it, so the process is retired (its input
+        closed: it ends) and the new call starts a new one."""
+        waited = 0.0
+        while _given_up(child) and child.process.poll() is None and waited < SETTLE_WAIT_S:
+            await asyncio.sleep(SETTLE_POLL_S)
+            waited += SETTLE_POLL_S
+        if _given_up(child):
+            with self.start_lock, self.lock:
+                if not child.retiring:
+                    child.retiring = True
+                    try:
+                        assert child.process.stdin is not None
+                        child.process.stdin.close()
+                    except OSError:
+                        pass
+        return self._running()
 
     def _kill_if_pending(self, child: _Child, call_id: int) -> None:
         """The child has not answered a cancelled call in time: it ignores its Signal."""
@@ -220,6 +259,12 @@ def start_process_module(start: dict[str, Any], written: str, folder: Path,
     return ToolModule(written, handlers, "process"), module
 
 
+def _given_up(child: _Child) -> bool:
+    """Whether a call sent to ``child`` was given up here (its timeout, a cancellation: its
+    future is done) and not answered yet."""
+    return any(future.done() for _, future in list(child.pending.values()))
+
+
 def _read(ref: Callable[[], ProcessModule | None], lock: threading.Lock, child: _Child,
           limit: int | None) -> None:
     """Hand each answer of ``child`` to the call waiting for it; when the child ends, fail the
@@ -275,7 +320,11 @@ def _answer(answer: dict[str, Any]) -> Any:
                             **(e.get("extra") or {}))
     if "invalid" in answer:
         raise RemoteOutputInvalid(*answer["invalid"])
-    if "timeout" in answer or "cancelled" in answer:
+    if "timeout" in answer:  # its deadline came in the child
+        raise HandlerTimeout()
+    if "cpu_limit" in answer:
+        raise HandlerTimeout(CPU_LIMIT_TEXT)
+    if "cancelled" in answer:
         raise asyncio.CancelledError()
     raise RemoteFailure(answer.get("failure", "no answer"), answer.get("exception", "Exception"))
 

@@ -25,11 +25,17 @@ export async function resolve(specifier, context, nextResolve) {
     !specifier.startsWith("data:");
   const fromUser = context.parentURL && context.parentURL.startsWith("file:") &&
     !context.parentURL.includes("/node_modules/");
-  if (bare && fromUser && settings.dependencies !== null) {
+  if (bare && fromUser) {
     const { builtinModules } = await import("node:module");
     const name = packageName(specifier);
-    if (!builtinModules.includes(name) && !settings.dependencies.includes(name)) {
+    const builtin = builtinModules.includes(name);
+    if (!builtin && settings.dependencies !== null && !settings.dependencies.includes(name)) {
       throw new Error(`may not import '${name}': it is not in ${settings.dependenciesKey}`);
+    }
+    if (!builtin && settings.dependencyRoot) {
+      // the module's packages come from dependency_root (its node_modules), not from
+      // wherever Node.js would look beside the module
+      return nextResolve(specifier, { ...context, parentURL: settings.dependencyRoot });
     }
   }
   return nextResolve(specifier, context);

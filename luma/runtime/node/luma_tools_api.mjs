@@ -1,15 +1,6 @@
-// What a JavaScript or TypeScript tool module may import from "luma": LumaToolError.
-export class LumaToolError extends Error {
-  constructor(fields = {}) {
-    const { code = "TOOL_ERROR", message = "", retryable = false, details, ...extra } =
-      typeof fields === "string" ? { code: fields } : fields;
-    super(message || code);
-    this.name = "LumaToolError";
-    this.code = code;
-    this.message = message || code;
-    this.retryable = retryable;
-    this.details = details;
-    this.extra = extra;
-    this.isLumaToolError = true;
-  }
-}
+// What a JavaScript or TypeScript tool module may import from "luma": LumaToolError, the class
+// require("luma") gives CommonJS modules.
+import api from "./luma_tools_api.cjs";
+
+export const LumaToolError = api.LumaToolError;
+export default api;

@@ -1,10 +1,11 @@
 // The runner of a JavaScript or TypeScript tool module: Luma's JSON-lines protocol over
 // stdin and stdout (one line per message), the module's console output on stderr.
-import { register } from "node:module";
-import { pathToFileURL } from "node:url";
+import Module, { builtinModules, register } from "node:module";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { dirname } from "node:path";
 import { createInterface } from "node:readline";
 import { writeSync } from "node:fs";
+import { Worker } from "node:worker_threads";
 
 const EXPORTS = ["lumaTools", "tools", "default"];
 
@@ -52,15 +53,66 @@ function plain(value, path, seen) {
   return [path, `${kind} is not a JSON value`];
 }
 
+function packageName(specifier) {
+  const parts = specifier.split("/");
+  return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
+}
+
+// require() in a CommonJS module does not pass the import hooks (hooks.mjs): "luma" and the
+// "dependencies" list are applied here for it, with the same words.
+function hookRequire(start, api) {
+  const resolve = Module._resolveFilename;
+  let root = null;
+  if (start.dependency_root) {
+    const file = start.dependency_root + "/luma-dependency-root.js";
+    root = new Module(file);
+    root.filename = file;
+    root.paths = Module._nodeModulePaths(start.dependency_root);
+  }
+  Module._resolveFilename = function (request, parent, ...rest) {
+    if (request === "luma") return api;
+    const bare = !request.startsWith(".") && !request.startsWith("/") &&
+      !request.startsWith("node:");
+    const fromUser = parent?.filename && !parent.filename.includes("/node_modules/") &&
+      parent.filename !== api;
+    if (bare && fromUser) {
+      const name = packageName(request);
+      const builtin = builtinModules.includes(name);
+      if (!builtin && start.dependencies !== null && !start.dependencies.includes(name)) {
+        throw new Error(`may not import '${name}': it is not in ${start.key}.dependencies`);
+      }
+      if (!builtin && root !== null) {  // the packages come from dependency_root
+        return resolve.call(this, request, root, ...rest);
+      }
+    }
+    return resolve.call(this, request, parent, ...rest);
+  };
+}
+
+// The CPU time limit of calls with a deadline (cpu_watch.cjs), started with the first one.
+let watch = null;
+
+function watchCpu(id, limitMs) {
+  if (watch === null) {
+    watch = new Worker(new URL("./cpu_watch.cjs", import.meta.url));
+    watch.unref();
+  }
+  const usage = process.cpuUsage();
+  watch.postMessage({ start: id, from: usage.user + usage.system, limit: limitMs });
+}
+
 async function main() {
   const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
   const iterator = lines[Symbol.asyncIterator]();
   const start = JSON.parse((await iterator.next()).value);
-  const here = dirname(new URL(import.meta.url).pathname);
+  const here = dirname(fileURLToPath(import.meta.url));
+  hookRequire(start, here + "/luma_tools_api.cjs");
   register("./hooks.mjs", import.meta.url, {
     data: {
       api: pathToFileURL(here + "/luma_tools_api.mjs").href,
       dependencies: start.dependencies, dependenciesKey: `${start.key}.dependencies`,
+      dependencyRoot: start.dependency_root
+        ? pathToFileURL(start.dependency_root + "/luma-dependency-root.js").href : "",
       searchFrom: [dirname(start.file), start.dependency_root, start.project].filter(Boolean),
     },
   });
@@ -68,6 +120,15 @@ async function main() {
   try {
     const namespace = await import(pathToFileURL(start.file).href);
     const [from, table] = toolsOf(namespace);
+    const bridges = namespace.datasources ?? table.datasources;
+    if (bridges !== undefined && bridges !== null && typeof bridges === "object") {
+      const names = Object.keys(bridges).sort().join(", ");
+      send({ load_error: { message: `Tool module '${start.written}' exports datasource ` +
+        `bridges (${names}), which a JavaScript or TypeScript module does not provide: use a ` +
+        `built-in bridge (datasources in luma.config.json), or a bridge in a Python tool ` +
+        `module without sandbox 'process'.`, line: null } });
+      process.exit(0);
+    }
     handlers = {};
     for (const [name, value] of Object.entries(table)) {
       if (from === "the module itself" && (name === "datasources" || name === "default")) continue;
@@ -97,9 +158,23 @@ async function main() {
     }
     const controller = new AbortController();
     controllers.set(message.id, controller);
+    let expired = false;
+    let timer = null;
+    if (message.deadline !== undefined) {
+      // the call ends at its deadline: its signal fires, and it is answered "timeout"
+      timer = setTimeout(() => {
+        expired = true;
+        controller.abort("timeout");
+      }, message.deadline);
+      watchCpu(message.id, message.deadline);
+    }
     run(handlers[message.tool], message, controller.signal).then((answer) => {
       controllers.delete(message.id);
-      send({ id: message.id, ...answer });
+      if (timer !== null) {
+        clearTimeout(timer);
+        watch.postMessage({ stop: message.id });
+      }
+      send(expired ? { id: message.id, timeout: true } : { id: message.id, ...answer });
     });
   }
   process.exit(0);
