@@ -118,6 +118,8 @@ def batch_command(argv: Sequence[str]) -> int:
         for problem in exc.problems:
             err.write(f"luma batch: error: {problem}\n")
         return EXIT_USAGE
+    # every running row may be waiting on a model at once: one connection each, kept alive
+    program._shared.http_connections = max(options.concurrency, 20)
     try:
         agent = _choose_agent(program, options.agent, options.fn)
         if isinstance(agent, str):

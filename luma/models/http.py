@@ -1,4 +1,4 @@
-"""HTTP for the model providers: one ``httpx.AsyncClient`` per run, retries, errors, recording.
+"""HTTP for the model providers: one shared client per event loop, retries, errors, recording.
 
 Every provider adapter posts its JSON through ``ModelHttp.post_json``, which
 
@@ -38,14 +38,52 @@ BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 8.0
 RETRY_AFTER_CAP_S = 60.0   # a longer Retry-After is not waited for: the error comes at once
 EXCERPT_CHARS = 200
+DEFAULT_HTTP_CONNECTIONS = 20  # open at once to the providers, per event loop
 
 RefusalReader = Callable[[int, bytes], "str | None"]
 
 
-def new_http_client() -> httpx.AsyncClient:
+def new_http_client(max_connections: int = DEFAULT_HTTP_CONNECTIONS) -> HttpClients:
     """The client a run shares between its providers (connection pooling, keep-alive)."""
-    return httpx.AsyncClient(follow_redirects=False,
-                             limits=httpx.Limits(max_connections=20, max_keepalive_connections=10))
+    return HttpClients(max_connections)
+
+
+POOL_SHARD = 8
+"""The most connections one httpx pool holds. httpcore's pool scans its connections for every
+request it places, and for each connection scans them all again (1.0.9), so one pool of 64
+costs 16 times one of 16: a larger size is split over several pools."""
+
+
+class HttpClients:
+    """The shared HTTP client: ``max_connections`` kept-alive connections in pools of at most
+    :data:`POOL_SHARD`, each request sent through the pool with the fewest in flight (so no pool
+    queues a request while another has a free connection). Every connection opened is kept alive
+    (httpcore closes an idle connection above ``max_keepalive_connections`` counting the busy
+    ones too: a smaller number would reopen a connection per request under load)."""
+
+    def __init__(self, max_connections: int) -> None:
+        shards = -(-max(1, max_connections) // POOL_SHARD)
+        size = -(-max(1, max_connections) // shards)
+        self._pools = [httpx.AsyncClient(follow_redirects=False, limits=httpx.Limits(
+            max_connections=size, max_keepalive_connections=size)) for _ in range(shards)]
+        self._in_flight = [0] * shards
+
+    @property
+    def is_closed(self) -> bool:
+        return self._pools[0].is_closed
+
+    async def post(self, url: str, **options: Any) -> httpx.Response:
+        in_flight = self._in_flight
+        shard = in_flight.index(min(in_flight)) if len(in_flight) > 1 else 0
+        in_flight[shard] += 1
+        try:
+            return await self._pools[shard].post(url, **options)
+        finally:
+            in_flight[shard] -= 1
+
+    async def aclose(self) -> None:
+        for pool in self._pools:
+            await pool.aclose()
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +148,7 @@ def refusal(endpoint: ModelEndpoint, text: str | None) -> LumaError:
 class ModelHttp:
     """Posts JSON to providers over one shared client; see the module docstring."""
 
-    def __init__(self, client: httpx.AsyncClient | None = None,
+    def __init__(self, client: httpx.AsyncClient | HttpClients | None = None,
                  recording: Recording | None = None, *,
                  sleep: Callable[[float], Awaitable[None]] | None = None,
                  jitter: Callable[[], float] | None = None,
@@ -128,7 +166,7 @@ class ModelHttp:
         self._paused_until: dict[str, float] = {}
 
     @property
-    def client(self) -> httpx.AsyncClient:
+    def client(self) -> httpx.AsyncClient | HttpClients:
         if self._client is None:
             self._client = new_http_client()
         return self._client
