@@ -25,6 +25,7 @@ from luma.cli_common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _Parser
 
 BATCH_INPUT_INVALID = "BATCH_INPUT_INVALID"
 INTERRUPTED = 130
+DEFAULT_MAX_WAIT_S = 300.0
 _FSYNC_EVERY_S = 1.0
 
 
@@ -53,6 +54,14 @@ def batch_parser() -> _Parser:
     parser.add_argument("--progress-every", type=_positive_seconds, default=10.0,
                         metavar="SECONDS", help="a progress line on stderr this often "
                         "(default: 10)")
+    parser.add_argument("--max-wait", type=_positive_seconds, default=DEFAULT_MAX_WAIT_S,
+                        metavar="SECONDS", help="how long a row waits out a provider's rate "
+                        f"limit (HTTP 429) before it fails (default: {DEFAULT_MAX_WAIT_S:g})")
+    parser.add_argument("--engine", choices=("local", "ray"), default="local",
+                        help="run the rows in this process (local, the default) or as Ray "
+                        "actor calls (ray: pip install 'luma[ray]')")
+    parser.add_argument("--ray-address", metavar="ADDR", help="the Ray cluster to run on "
+                        "(default: a local Ray instance; with --engine ray)")
     return parser
 
 
@@ -82,6 +91,12 @@ class _Tally:
     skipped: int = 0
     done: int = 0
     failed: Counter[str] = field(default_factory=Counter)
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+    def tokens(self) -> str:
+        return (f"{self.tokens_in + self.tokens_out} tokens ({self.tokens_in} in, "
+                f"{self.tokens_out} out)")
 
 
 def batch_command(argv: Sequence[str]) -> int:
@@ -106,6 +121,12 @@ def batch_command(argv: Sequence[str]) -> int:
             done = _finished_indices(output)
         except OSError as exc:
             return start_error(f"cannot read {options.output}: {exc.strerror or exc}")
+    if options.ray_address is not None and options.engine != "ray":
+        return start_error("--ray-address needs --engine ray")
+    if options.engine == "ray":
+        from luma.batch_ray import ray_batch
+
+        return ray_batch(options, rows, done, output, start_error)
     import luma.api as api
 
     try:
@@ -118,8 +139,7 @@ def batch_command(argv: Sequence[str]) -> int:
         for problem in exc.problems:
             err.write(f"luma batch: error: {problem}\n")
         return EXIT_USAGE
-    # every running row may be waiting on a model at once: one connection each, kept alive
-    program._shared.http_connections = max(options.concurrency, 20)
+    prepare(program, options)
     try:
         agent = _choose_agent(program, options.agent, options.fn)
         if isinstance(agent, str):
@@ -129,19 +149,64 @@ def batch_command(argv: Sequence[str]) -> int:
         except OSError as exc:
             return start_error(f"cannot write {options.output}: {exc.strerror or exc}")
         with sink:
-            if sink.tell() > 0 and not _ends_with_newline(output):
-                sink.write("\n")  # a row cut short by a crash stays apart from the next one
             tally = _Tally(total=len(rows), skipped=sum(1 for i, _ in rows if i in done))
             todo = [(i, text) for i, text in rows if i not in done]
-            interrupted = asyncio.run(_run_rows(program, agent, options.fn, todo, sink,
-                                                options.concurrency, options.fail_fast, tally,
-                                                err, options.progress_every))
+
+            def start(index: int, text: str) -> Any:
+                return run_row(program, agent[0], options.fn, index, text)
+
+            interrupted = write_rows(start, todo, sink, output, options, tally, err)
     finally:
         program.close()
+    return finish(tally, interrupted, err)
+
+
+def prepare(program: Any, options: argparse.Namespace) -> None:
+    """What a batch changes in a loaded program: every running row may be waiting on a model
+    at once (one connection each, kept alive), and a 429 holds a row up to ``--max-wait``."""
+    program._shared.http_connections = max(options.concurrency, 20)
+    program._shared.rate_limit_hold_s = options.max_wait
+
+
+def write_rows(start: Any, todo: list[tuple[int, str]], sink: IO[str], output: Path,
+               options: argparse.Namespace, tally: _Tally, err: IO[str]) -> bool:
+    """Run ``todo`` (``start(index, text)`` → an awaitable of ``(row, tokens_in, tokens_out)``)
+    and append the rows to ``sink``; True when a Ctrl-C stopped the batch."""
+    if sink.tell() > 0 and not _ends_with_newline(output):
+        sink.write("\n")  # a row cut short by a crash stays apart from the next one
+    return asyncio.run(_run_rows(start, todo, sink, options.concurrency, options.fail_fast,
+                                 tally, err, options.progress_every))
+
+
+def finish(tally: _Tally, interrupted: bool, err: IO[str]) -> int:
     _summary(tally, interrupted, err)
     if interrupted:
         return INTERRUPTED
     return EXIT_FAILED if tally.failed else EXIT_OK
+
+
+async def run_row(program: Any, agent: str, fn: str, index: int,
+                  text: str) -> tuple[dict[str, Any], int, int]:
+    """One row: its output line and the tokens its model calls used (in, out)."""
+    from luma.api import RunError
+
+    tokens = [0, 0]
+    arguments = _parse_arguments(text)
+    if isinstance(arguments, str):
+        return {"index": index, "ok": False, "error": {
+            "code": BATCH_INPUT_INVALID, "message": f"input line {index + 1}: {arguments}"}}, 0, 0
+
+    def count(event: dict[str, Any]) -> None:
+        if event["event"] == "ask.response":
+            tokens[0] += event.get("tokens_in") or 0
+            tokens[1] += event.get("tokens_out") or 0
+
+    try:
+        result = await program.call(agent, fn, args=arguments, on_event=count)
+        row: dict[str, Any] = {"index": index, "ok": True, "result": result}
+    except RunError as exc:
+        row = {"index": index, "ok": False, "error": {"code": exc.code, "message": exc.message}}
+    return row, tokens[0], tokens[1]
 
 
 def _input_rows(path: Path) -> Iterator[tuple[int, str]]:
@@ -203,12 +268,9 @@ def _parse_arguments(text: str) -> dict[str, Any] | str:
     return value
 
 
-async def _run_rows(program: Any, agent: tuple[str], fn: str, todo: list[tuple[int, str]],
-                    sink: IO[str], concurrency: int, fail_fast: bool, tally: _Tally,
-                    err: IO[str], progress_every: float) -> bool:
+async def _run_rows(start: Any, todo: list[tuple[int, str]], sink: IO[str], concurrency: int,
+                    fail_fast: bool, tally: _Tally, err: IO[str], progress_every: float) -> bool:
     """Run the rows; True when a Ctrl-C stopped the batch."""
-    from luma.api import RunError
-
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     running: set[asyncio.Task[None]] = set()
@@ -247,18 +309,10 @@ async def _run_rows(program: Any, agent: tuple[str], fn: str, todo: list[tuple[i
             _progress(tally, now - began, err)
 
     async def one(index: int, text: str) -> None:
-        arguments = _parse_arguments(text)
-        if isinstance(arguments, str):
-            row: dict[str, Any] = {"index": index, "ok": False, "error": {
-                "code": BATCH_INPUT_INVALID, "message": f"input line {index + 1}: {arguments}"}}
-        else:
-            try:
-                result = await program.call(agent[0], fn, args=arguments)
-                row = {"index": index, "ok": True, "result": result}
-            except RunError as exc:
-                row = {"index": index, "ok": False,
-                       "error": {"code": exc.code, "message": exc.message}}
+        row, tokens_in, tokens_out = await start(index, text)
         tally.done += 1
+        tally.tokens_in += tokens_in
+        tally.tokens_out += tokens_out
         if not row["ok"]:
             tally.failed[row["error"]["code"]] += 1
             if fail_fast:
@@ -312,7 +366,8 @@ def _on_a_terminal(err: IO[str]) -> bool:
 
 
 class _Bar:
-    """A ``rich`` progress bar on a terminal: rows done / total, rate, time left, failures."""
+    """A ``rich`` progress bar on a terminal: rows done / total, rate, time left, failures,
+    tokens."""
 
     def __init__(self, tally: _Tally, err: IO[str]) -> None:
         from rich.console import Console
@@ -323,17 +378,17 @@ class _Bar:
         self._progress = Progress(
             TextColumn("luma batch"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[rate]} rows/s"), TimeRemainingColumn(),
-            TextColumn("{task.fields[failed]} failed"),
+            TextColumn("{task.fields[failed]} failed"), TextColumn("{task.fields[tokens]}"),
             console=Console(file=err, no_color="NO_COLOR" in os.environ), transient=True)
         self._task = self._progress.add_task("rows", total=tally.total - tally.skipped,
-                                             rate="0.0", failed=0)
+                                             rate="0.0", failed=0, tokens=tally.tokens())
         self._progress.start()
 
     def update(self, elapsed: float) -> None:
         tally = self._tally
         rate = tally.done / elapsed if elapsed > 0 else 0.0
         self._progress.update(self._task, completed=tally.done, rate=f"{rate:.1f}",
-                              failed=sum(tally.failed.values()))
+                              failed=sum(tally.failed.values()), tokens=tally.tokens())
 
     def say(self, message: str) -> None:
         self._progress.console.print(message, markup=False, highlight=False)
@@ -347,7 +402,7 @@ def _progress(tally: _Tally, elapsed: float, err: IO[str]) -> None:
     rate = tally.done / elapsed if elapsed > 0 else 0.0
     eta = f", about {int((todo - tally.done) / rate)} s left" if rate > 0 else ""
     err.write(f"luma batch: {tally.done}/{todo} rows, {sum(tally.failed.values())} failed, "
-              f"{rate:.1f} rows/s{eta}\n")
+              f"{rate:.1f} rows/s, {tally.tokens()}{eta}\n")
 
 
 def _summary(tally: _Tally, interrupted: bool, err: IO[str]) -> None:
@@ -362,6 +417,8 @@ def _summary(tally: _Tally, interrupted: bool, err: IO[str]) -> None:
     if tally.failed:
         line += " (" + ", ".join(f"{code}: {count}" for code, count in
                                  sorted(tally.failed.items())) + ")"
+    if tally.tokens_in or tally.tokens_out:
+        line += "; " + tally.tokens()
     if interrupted or left:
         line += "; continue with --resume"
     err.write(line + "\n")

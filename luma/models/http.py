@@ -43,9 +43,10 @@ DEFAULT_HTTP_CONNECTIONS = 20  # open at once to the providers, per event loop
 RefusalReader = Callable[[int, bytes], "str | None"]
 
 
-def new_http_client(max_connections: int = DEFAULT_HTTP_CONNECTIONS) -> HttpClients:
+def new_http_client(max_connections: int = DEFAULT_HTTP_CONNECTIONS, *,
+                    rate_limit_hold_s: float | None = None) -> HttpClients:
     """The client a run shares between its providers (connection pooling, keep-alive)."""
-    return HttpClients(max_connections)
+    return HttpClients(max_connections, rate_limit_hold_s=rate_limit_hold_s)
 
 
 POOL_SHARD = 8
@@ -61,12 +62,24 @@ class HttpClients:
     (httpcore closes an idle connection above ``max_keepalive_connections`` counting the busy
     ones too: a smaller number would reopen a connection per request under load)."""
 
-    def __init__(self, max_connections: int) -> None:
+    def __init__(self, max_connections: int, *, rate_limit_hold_s: float | None = None) -> None:
         shards = -(-max(1, max_connections) // POOL_SHARD)
         size = -(-max(1, max_connections) // shards)
-        self._pools = [httpx.AsyncClient(follow_redirects=False, limits=httpx.Limits(
-            max_connections=size, max_keepalive_connections=size)) for _ in range(shards)]
+        verify = httpx.create_ssl_context(trust_env=True)  # one for all: each costs ~35 ms
+        self._pools = [httpx.AsyncClient(follow_redirects=False, verify=verify,
+                                         limits=httpx.Limits(max_connections=size,
+                                                             max_keepalive_connections=size))
+                       for _ in range(shards)]
         self._in_flight = [0] * shards
+        self.paused_until: dict[str, float] = {}
+        """A provider's Retry-After, by origin: every request through this client waits it
+        out (all the concurrent runs of a program, the rows of a batch), not only the one
+        that got it."""
+        self.rate_limit_hold_s = rate_limit_hold_s
+        """None: a 429 is retried ``max_retries`` times like any other error. A number: a 429
+        is waited out (its Retry-After, else the backoff) without counting as a retry, as long
+        as the request has not waited that many seconds for rate limits (``luma batch
+        --max-wait``)."""
 
     @property
     def is_closed(self) -> bool:
@@ -161,15 +174,17 @@ class ModelHttp:
         self.recording = recording
         self._sleep = sleep or asyncio.sleep
         self._jitter = jitter or random.random
-        # a provider's Retry-After pauses every request sent through this client (all the
-        # concurrent runs of a program, the rows of a batch), not only the one that got it
-        self._paused_until: dict[str, float] = {}
+        self._own_pauses: dict[str, float] = {}  # with a client that keeps none itself
 
     @property
     def client(self) -> httpx.AsyncClient | HttpClients:
         if self._client is None:
             self._client = new_http_client()
         return self._client
+
+    def _shared(self) -> HttpClients | None:
+        client = self._client
+        return client if isinstance(client, HttpClients) else None
 
     async def aclose(self) -> None:
         """Close the client if this object created it (a shared client is closed by its owner)."""
@@ -199,9 +214,16 @@ class ModelHttp:
         attempts = max(0, settings.max_retries) + 1
         host = _origin(url)
         waited = False  # this request has just waited out its own Retry-After
-        for attempt in range(1, attempts + 1):
-            last = attempt == attempts
-            pause = self._paused_until.get(host, 0.0) - time.monotonic()
+        attempt = 0  # the attempts counted against max_retries
+        sent = 0
+        held_since: float | None = None  # the first 429 of a rate limit being held
+        while True:
+            attempt += 1
+            sent += 1
+            last = attempt >= attempts
+            shared = self._shared()
+            pauses = shared.paused_until if shared is not None else self._own_pauses
+            pause = pauses.get(host, 0.0) - time.monotonic()
             if pause > 0 and not waited:
                 await self._wait(pause)
             waited = False
@@ -239,13 +261,35 @@ class ModelHttp:
             reason = refused(status, content) if refused is not None else None
             if reason is not None:
                 raise refusal(endpoint, reason)
+            shared = self._shared()
+            pauses = shared.paused_until if shared is not None else self._own_pauses
+            hold = shared.rate_limit_hold_s if shared is not None else None
+            if status == 429 and hold is not None:
+                # held: the rate limit is waited out, bounded by the hold, not by max_retries
+                now = time.monotonic()
+                held_since = now if held_since is None else held_since
+                delay = retry_after(response_headers, time.time())
+                if delay is not None:
+                    if now - held_since + delay <= hold:
+                        _pause(pauses, host, now + delay)
+                        await self._wait(delay)
+                        waited = True
+                        attempt -= 1
+                        continue
+                elif now - held_since + (backoff := self._backoff(sent)) <= hold:
+                    await self._wait(backoff)
+                    attempt -= 1
+                    continue
+                raise LumaError("MODEL_RATE_LIMITED",
+                                f"Model '{endpoint.model_name}' is still rate limited by "
+                                f"{endpoint.provider_label} (HTTP 429): the limit did not lift "
+                                f"within {hold:g} s, the longest a request waits for it.",
+                                retryable=True, details={"status": status})
             retryable = status in RETRYABLE_STATUS or status >= 500
             if retryable and not last:
                 delay = retry_after(response_headers, time.time())
                 if delay is not None and delay <= RETRY_AFTER_CAP_S:
-                    until = time.monotonic() + delay
-                    if until > self._paused_until.get(host, 0.0):
-                        self._paused_until[host] = until
+                    _pause(pauses, host, time.monotonic() + delay)
                     await self._wait(delay)
                     waited = True
                     continue
@@ -264,7 +308,6 @@ class ModelHttp:
                             f"Model '{endpoint.model_name}': {endpoint.provider_label} answered "
                             f"HTTP {status}: {error_excerpt(content, secrets)}",
                             retryable=retryable, details={"status": status})
-        raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _send(self, endpoint: ModelEndpoint, url: str, headers: dict[str, str],
                     payload: bytes) -> tuple[int, dict[str, str], bytes]:
@@ -301,6 +344,11 @@ def encode_body(body: Any, secrets: SecretRedactor) -> str:
         text = value.json(secrets) if isinstance(value, JsonArray) else encode_json(value, secrets)
         members.append(f"{encode_json(key, secrets)}:{text}")
     return "{" + ",".join(members) + "}"
+
+
+def _pause(pauses: dict[str, float], host: str, until: float) -> None:
+    if until > pauses.get(host, 0.0):
+        pauses[host] = until
 
 
 def _origin(url: str) -> str:

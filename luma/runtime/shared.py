@@ -40,6 +40,9 @@ class SharedState:
         self.http_connections: int | None = None
         """The most connections one loop's client opens (None: ``new_http_client``'s default);
         ``luma batch`` sizes it to its concurrency."""
+        self.rate_limit_hold_s: float | None = None
+        """How long a request waits out a 429 before it fails, whatever ``max_retries`` says
+        (None: a 429 is retried as any error; ``luma batch --max-wait``)."""
         self._lock = threading.Lock()
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, HttpClients] = \
             weakref.WeakKeyDictionary()
@@ -54,7 +57,8 @@ class SharedState:
                 from luma.models.http import DEFAULT_HTTP_CONNECTIONS, new_http_client
 
                 client = self._clients[loop] = new_http_client(
-                    self.http_connections or DEFAULT_HTTP_CONNECTIONS)
+                    self.http_connections or DEFAULT_HTTP_CONNECTIONS,
+                    rate_limit_hold_s=self.rate_limit_hold_s)
             return client
 
     async def close_http_client(self) -> None:
