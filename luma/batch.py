@@ -124,9 +124,11 @@ def batch_command(argv: Sequence[str]) -> int:
     if options.ray_address is not None and options.engine != "ray":
         return start_error("--ray-address needs --engine ray")
     if options.engine == "ray":
-        from luma.batch_ray import ray_batch
+        from luma.batch_ray import ray_missing
 
-        return ray_batch(options, rows, done, output, start_error)
+        missing = ray_missing()
+        if missing is not None:
+            return start_error(missing)
     import luma.api as api
 
     try:
@@ -144,6 +146,14 @@ def batch_command(argv: Sequence[str]) -> int:
         agent = _choose_agent(program, options.agent, options.fn)
         if isinstance(agent, str):
             return start_error(agent)
+        if options.engine == "ray":
+            from luma.batch_ray import RayEngine, StartProblem
+
+            try:
+                engine = RayEngine(program, options, agent[0])
+            except StartProblem as exc:
+                return start_error(str(exc))
+            program.close()  # the workers load their own; this one was for the checks
         try:
             sink = open(output, "a", encoding="utf-8")
         except OSError as exc:
@@ -151,11 +161,21 @@ def batch_command(argv: Sequence[str]) -> int:
         with sink:
             tally = _Tally(total=len(rows), skipped=sum(1 for i, _ in rows if i in done))
             todo = [(i, text) for i, text in rows if i not in done]
+            if options.engine == "ray":
+                try:
+                    engine.start(err)
+                except StartProblem as exc:
+                    engine.stop()
+                    return start_error(str(exc))
+                try:
+                    interrupted = write_rows(engine.run, todo, sink, output, options, tally, err)
+                finally:
+                    engine.stop()
+            else:
+                def run(index: int, text: str) -> Any:
+                    return run_row(program, agent[0], options.fn, index, text)
 
-            def start(index: int, text: str) -> Any:
-                return run_row(program, agent[0], options.fn, index, text)
-
-            interrupted = write_rows(start, todo, sink, output, options, tally, err)
+                interrupted = write_rows(run, todo, sink, output, options, tally, err)
     finally:
         program.close()
     return finish(tally, interrupted, err)
