@@ -100,17 +100,22 @@ class RayEngine:
                 ray.init(num_cpus=min(os.cpu_count() or 1, options.concurrency),
                          runtime_env=runtime_env, include_dashboard=False,
                          log_to_driver=False, configure_logging=False)
+            elif options.ray_address.startswith("ray://"):  # Ray Client takes fewer options
+                ray.init(address=options.ray_address, runtime_env=runtime_env)
             else:
                 ray.init(address=options.ray_address, runtime_env=runtime_env,
                          log_to_driver=False, configure_logging=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise StartProblem(f"cannot start Ray at {options.ray_address or 'this machine'}: "
                                f"{' '.join(str(exc).split())}") from None
-        cpus = int(ray.cluster_resources().get("CPU", 1))
+        api: Any = ray  # Ray's stubs do not cover these calls
+        cpus = int(api.cluster_resources().get("CPU", 1))
         count = max(1, min(cpus, options.concurrency))
         per_actor = -(-options.concurrency // count)
-        worker = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=0,
-                            max_concurrency=per_actor)(_Worker)
+        # one CPU each, so one worker per CPU of the cluster; a dead one is restarted (its
+        # rows are run again by the driver, not by Ray)
+        worker = api.remote(_Worker).options(num_cpus=1, max_restarts=-1, max_task_retries=0,
+                                             max_concurrency=per_actor)
         self.actors = [worker.remote(self.files["program"], self.tool_modules, self.config,
                                      options.model, per_actor, options.max_wait)
                        for _ in range(count)]
