@@ -16,14 +16,15 @@ import signal
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from luma.batch_rows import (choose_agent, ends_with_newline, finished_indices, input_rows,
+                             prepare, run_row)
 from luma.cli_common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, _Parser
 
-BATCH_INPUT_INVALID = "BATCH_INPUT_INVALID"
 INTERRUPTED = 130
 DEFAULT_MAX_WAIT_S = 300.0
 _FSYNC_EVERY_S = 1.0
@@ -109,7 +110,7 @@ def batch_command(argv: Sequence[str]) -> int:
 
     output = Path(options.output)
     try:
-        rows = list(_input_rows(Path(options.input)))
+        rows = list(input_rows(Path(options.input)))
     except OSError as exc:
         return start_error(f"cannot read {options.input}: {exc.strerror or exc}")
     done: set[int] = set()
@@ -118,7 +119,7 @@ def batch_command(argv: Sequence[str]) -> int:
             return start_error(f"{options.output} already exists; add --resume to continue it, "
                                "or choose another --output (it is never overwritten)")
         try:
-            done = _finished_indices(output)
+            done = finished_indices(output)
         except OSError as exc:
             return start_error(f"cannot read {options.output}: {exc.strerror or exc}")
     if options.ray_address is not None and options.engine != "ray":
@@ -143,7 +144,7 @@ def batch_command(argv: Sequence[str]) -> int:
         return EXIT_USAGE
     prepare(program, options)
     try:
-        agent = _choose_agent(program, options.agent, options.fn)
+        agent = choose_agent(program, options.agent, options.fn)
         if isinstance(agent, str):
             return start_error(agent)
         if options.engine == "ray":
@@ -181,18 +182,11 @@ def batch_command(argv: Sequence[str]) -> int:
     return finish(tally, interrupted, err)
 
 
-def prepare(program: Any, options: argparse.Namespace) -> None:
-    """What a batch changes in a loaded program: every running row may be waiting on a model
-    at once (one connection each, kept alive), and a 429 holds a row up to ``--max-wait``."""
-    program._shared.http_connections = max(options.concurrency, 20)
-    program._shared.rate_limit_hold_s = options.max_wait
-
-
 def write_rows(start: Any, todo: list[tuple[int, str]], sink: IO[str], output: Path,
                options: argparse.Namespace, tally: _Tally, err: IO[str]) -> bool:
     """Run ``todo`` (``start(index, text)`` → an awaitable of ``(row, tokens_in, tokens_out)``)
     and append the rows to ``sink``; True when a Ctrl-C stopped the batch."""
-    if sink.tell() > 0 and not _ends_with_newline(output):
+    if sink.tell() > 0 and not ends_with_newline(output):
         sink.write("\n")  # a row cut short by a crash stays apart from the next one
     return asyncio.run(_run_rows(start, todo, sink, options.concurrency, options.fail_fast,
                                  tally, err, options.progress_every))
@@ -203,89 +197,6 @@ def finish(tally: _Tally, interrupted: bool, err: IO[str]) -> int:
     if interrupted:
         return INTERRUPTED
     return EXIT_FAILED if tally.failed else EXIT_OK
-
-
-async def run_row(program: Any, agent: str, fn: str, index: int,
-                  text: str) -> tuple[dict[str, Any], int, int]:
-    """One row: its output line and the tokens its model calls used (in, out)."""
-    from luma.api import RunError
-
-    tokens = [0, 0]
-    arguments = _parse_arguments(text)
-    if isinstance(arguments, str):
-        return {"index": index, "ok": False, "error": {
-            "code": BATCH_INPUT_INVALID, "message": f"input line {index + 1}: {arguments}"}}, 0, 0
-
-    def count(event: dict[str, Any]) -> None:
-        if event["event"] == "ask.response":
-            tokens[0] += event.get("tokens_in") or 0
-            tokens[1] += event.get("tokens_out") or 0
-
-    try:
-        result = await program.call(agent, fn, args=arguments, on_event=count)
-        row: dict[str, Any] = {"index": index, "ok": True, "result": result}
-    except RunError as exc:
-        row = {"index": index, "ok": False, "error": {"code": exc.code, "message": exc.message}}
-    return row, tokens[0], tokens[1]
-
-
-def _input_rows(path: Path) -> Iterator[tuple[int, str]]:
-    """(index, text) of every line that is not blank; the index is the 0-based line number."""
-    with open(path, "rb") as source:
-        for index, raw in enumerate(source):
-            text = raw.decode("utf-8", errors="replace")
-            if text.strip():
-                yield index, text
-
-
-def _finished_indices(path: Path) -> set[int]:
-    found: set[int] = set()
-    with open(path, "rb") as source:
-        for raw in source:
-            try:
-                row = json.loads(raw)
-            except ValueError:
-                continue  # a row cut short when the last run stopped: it runs again
-            if isinstance(row, dict) and type(row.get("index")) is int:
-                found.add(row["index"])
-    return found
-
-
-def _ends_with_newline(path: Path) -> bool:
-    with open(path, "rb") as source:
-        source.seek(-1, os.SEEK_END)
-        return source.read(1) == b"\n"
-
-
-def _choose_agent(program: Any, agent: str | None, fn: str) -> str | tuple[str]:
-    """The agent's name (as a 1-tuple), or the start error's message."""
-    agents: dict[str, Any] = program.agents
-    if agent is None:
-        if len(agents) != 1:
-            return (f"the program has {len(agents)} agents; choose one with --agent NAME"
-                    if agents else "the program has no agent to run")
-        (agent,) = agents
-    methods = agents.get(agent)
-    if methods is None:
-        from luma.syntax.diagnostics import did_you_mean
-
-        hint = did_you_mean(agent, list(agents))
-        return f"unknown agent '{agent}'" + (f"; {hint}" if hint else "")
-    if fn not in methods:
-        return f"agent '{agent}' has no method '{fn}' (its methods: {', '.join(methods) or 'none'})"
-    return (agent,)
-
-
-def _parse_arguments(text: str) -> dict[str, Any] | str:
-    from luma.runtime.json_text import loads
-
-    try:
-        value = loads(text)
-    except ValueError as exc:
-        return f"the line is not JSON ({' '.join(str(exc).split())})"
-    if not isinstance(value, dict):
-        return "the line must be a JSON object (the method's arguments by name)"
-    return value
 
 
 async def _run_rows(start: Any, todo: list[tuple[int, str]], sink: IO[str], concurrency: int,

@@ -201,7 +201,7 @@ class _Worker:
     def __init__(self, program: str, tool_modules: list[str], config: str | None,
                  model: str | None, concurrency: int, max_wait: float) -> None:
         import luma.api as api
-        from luma.batch import prepare
+        from luma.batch_rows import prepare
 
         try:
             self.program = api.load(program, tool_modules=tool_modules, config=config,
@@ -217,6 +217,6 @@ class _Worker:
 
     async def run(self, agent: str, fn: str, index: int,
                   text: str) -> tuple[dict[str, Any], int, int]:
-        from luma.batch import run_row
+        from luma.batch_rows import run_row
 
         return await run_row(self.program, agent, fn, index, text)
