@@ -188,3 +188,23 @@ def test_without_the_extra_a_one_line_error(tmp_path: Path) -> None:
     assert (done.code, done.stderr) == (2, "luma batch: error: --engine ray needs Ray, an "
                                            "optional extra: pip install 'luma[ray]'\n")
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_files_outside_the_program_folder_and_an_address_without_the_engine(
+        tmp_path: Path, pg_table: str) -> None:
+    folder = tmp_path / "app"
+    folder.mkdir()
+    project(folder, crash=False, store={"backend": "postgres", "url": {"env": STORE_ENV},
+                                        "table": pg_table})
+    (tmp_path / "tools.py").write_text((folder / "tools.py").read_text())
+    done = luma("batch", "calc.luma", "--tool-module", "../tools.py", "--input", "in.jsonl",
+                "--output", "out.jsonl", "--engine", "ray", cwd=folder,
+                env={STORE_ENV: PG_URL})
+    assert (done.code, done.stderr) == (
+        2, f"luma batch: error: the tool module ../tools.py is outside the program's folder "
+           f"{folder.resolve()}, the folder that travels to the Ray workers; move it into that "
+           "folder\n")
+    done = luma("batch", "calc.luma", "--tool-module", "tools.py", "--input", "in.jsonl",
+                "--output", "out.jsonl", "--ray-address", "auto", cwd=folder)
+    assert (done.code, done.stderr) == (2, "luma batch: error: --ray-address needs --engine ray\n")
+    assert not (folder / "out.jsonl").exists()
