@@ -16,16 +16,18 @@ import signal
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from luma.batch_rows import (choose_agent, ends_with_newline, finished_indices, input_rows,
+                             prepare, run_row)
 from luma.cli_common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from luma.cli_parser import _Parser
 
-BATCH_INPUT_INVALID = "BATCH_INPUT_INVALID"
 INTERRUPTED = 130
+DEFAULT_MAX_WAIT_S = 300.0
 _FSYNC_EVERY_S = 1.0
 
 
@@ -54,6 +56,14 @@ def batch_parser() -> _Parser:
     parser.add_argument("--progress-every", type=_positive_seconds, default=10.0,
                         metavar="SECONDS", help="a progress line on stderr this often "
                         "(default: 10)")
+    parser.add_argument("--max-wait", type=_positive_seconds, default=DEFAULT_MAX_WAIT_S,
+                        metavar="SECONDS", help="how long a row waits out a provider's rate "
+                        f"limit (HTTP 429) before it fails (default: {DEFAULT_MAX_WAIT_S:g})")
+    parser.add_argument("--engine", choices=("local", "ray"), default="local",
+                        help="run the rows in this process (local, the default) or as Ray "
+                        "actor calls (ray: pip install 'luma[ray]')")
+    parser.add_argument("--ray-address", metavar="ADDR", help="the Ray cluster to run on "
+                        "(default: a local Ray instance; with --engine ray)")
     return parser
 
 
@@ -83,6 +93,12 @@ class _Tally:
     skipped: int = 0
     done: int = 0
     failed: Counter[str] = field(default_factory=Counter)
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+    def tokens(self) -> str:
+        return (f"{self.tokens_in + self.tokens_out} tokens ({self.tokens_in} in, "
+                f"{self.tokens_out} out)")
 
 
 def batch_command(argv: Sequence[str]) -> int:
@@ -95,7 +111,7 @@ def batch_command(argv: Sequence[str]) -> int:
 
     output = Path(options.output)
     try:
-        rows = list(_input_rows(Path(options.input)))
+        rows = list(input_rows(Path(options.input)))
     except OSError as exc:
         return start_error(f"cannot read {options.input}: {exc.strerror or exc}")
     done: set[int] = set()
@@ -104,9 +120,17 @@ def batch_command(argv: Sequence[str]) -> int:
             return start_error(f"{options.output} already exists; add --resume to continue it, "
                                "or choose another --output (it is never overwritten)")
         try:
-            done = _finished_indices(output)
+            done = finished_indices(output)
         except OSError as exc:
             return start_error(f"cannot read {options.output}: {exc.strerror or exc}")
+    if options.ray_address is not None and options.engine != "ray":
+        return start_error("--ray-address needs --engine ray")
+    if options.engine == "ray":
+        from luma.batch_ray import ray_missing
+
+        missing = ray_missing()
+        if missing is not None:
+            return start_error(missing)
     import luma.api as api
 
     try:
@@ -119,95 +143,66 @@ def batch_command(argv: Sequence[str]) -> int:
         for problem in exc.problems:
             err.write(f"luma batch: error: {problem}\n")
         return EXIT_USAGE
+    prepare(program, options)
     try:
-        agent = _choose_agent(program, options.agent, options.fn)
+        agent = choose_agent(program, options.agent, options.fn)
         if isinstance(agent, str):
             return start_error(agent)
+        if options.engine == "ray":
+            from luma.batch_ray import RayEngine, StartProblem
+
+            try:
+                engine = RayEngine(program, options, agent[0])
+            except StartProblem as exc:
+                return start_error(str(exc))
+            program.close()  # the workers load their own; this one was for the checks
         try:
             sink = open(output, "a", encoding="utf-8")
         except OSError as exc:
             return start_error(f"cannot write {options.output}: {exc.strerror or exc}")
         with sink:
-            if sink.tell() > 0 and not _ends_with_newline(output):
-                sink.write("\n")  # a row cut short by a crash stays apart from the next one
             tally = _Tally(total=len(rows), skipped=sum(1 for i, _ in rows if i in done))
             todo = [(i, text) for i, text in rows if i not in done]
-            interrupted = asyncio.run(_run_rows(program, agent, options.fn, todo, sink,
-                                                options.concurrency, options.fail_fast, tally,
-                                                err, options.progress_every))
+            if options.engine == "ray":
+                try:
+                    engine.start(err)
+                except StartProblem as exc:
+                    engine.stop()
+                    return start_error(str(exc))
+                try:
+                    interrupted = write_rows(engine.run, todo, sink, output, options, tally, err)
+                finally:
+                    engine.stop()
+            else:
+                def run(index: int, text: str) -> Any:
+                    return run_row(program, agent[0], options.fn, index, text)
+
+                interrupted = write_rows(run, todo, sink, output, options, tally, err)
     finally:
         program.close()
+    return finish(tally, interrupted, err)
+
+
+def write_rows(start: Any, todo: list[tuple[int, str]], sink: IO[str], output: Path,
+               options: argparse.Namespace, tally: _Tally, err: IO[str]) -> bool:
+    """Run ``todo`` (``start(index, text)`` → an awaitable of ``(row, tokens_in, tokens_out)``)
+    and append the rows to ``sink``; True when a Ctrl-C stopped the batch."""
+    if sink.tell() > 0 and not ends_with_newline(output):
+        sink.write("\n")  # a row cut short by a crash stays apart from the next one
+    return asyncio.run(_run_rows(start, todo, sink, options.concurrency, options.fail_fast,
+                                 tally, err, options.progress_every))
+
+
+def finish(tally: _Tally, interrupted: bool, err: IO[str]) -> int:
     _summary(tally, interrupted, err)
     if interrupted:
         return INTERRUPTED
     return EXIT_FAILED if tally.failed else EXIT_OK
 
 
-def _input_rows(path: Path) -> Iterator[tuple[int, str]]:
-    """(index, text) of every line that is not blank; the index is the 0-based line number."""
-    with open(path, "rb") as source:
-        for index, raw in enumerate(source):
-            text = raw.decode("utf-8", errors="replace")
-            if text.strip():
-                yield index, text
-
-
-def _finished_indices(path: Path) -> set[int]:
-    found: set[int] = set()
-    with open(path, "rb") as source:
-        for raw in source:
-            try:
-                row = json.loads(raw)
-            except ValueError:
-                continue  # a row cut short when the last run stopped: it runs again
-            if isinstance(row, dict) and type(row.get("index")) is int:
-                found.add(row["index"])
-    return found
-
-
-def _ends_with_newline(path: Path) -> bool:
-    with open(path, "rb") as source:
-        source.seek(-1, os.SEEK_END)
-        return source.read(1) == b"\n"
-
-
-def _choose_agent(program: Any, agent: str | None, fn: str) -> str | tuple[str]:
-    """The agent's name (as a 1-tuple), or the start error's message."""
-    agents: dict[str, Any] = program.agents
-    if agent is None:
-        if len(agents) != 1:
-            return (f"the program has {len(agents)} agents; choose one with --agent NAME"
-                    if agents else "the program has no agent to run")
-        (agent,) = agents
-    methods = agents.get(agent)
-    if methods is None:
-        from luma.syntax.diagnostics import did_you_mean
-
-        hint = did_you_mean(agent, list(agents))
-        return f"unknown agent '{agent}'" + (f"; {hint}" if hint else "")
-    if fn not in methods:
-        return f"agent '{agent}' has no method '{fn}' (its methods: {', '.join(methods) or 'none'})"
-    return (agent,)
-
-
-def _parse_arguments(text: str) -> dict[str, Any] | str:
-    from luma.runtime.json_text import loads
-
-    try:
-        value = loads(text)
-    except ValueError as exc:
-        return f"the line is not JSON ({' '.join(str(exc).split())})"
-    if not isinstance(value, dict):
-        return "the line must be a JSON object (the method's arguments by name)"
-    return value
-
-
-async def _run_rows(program: Any, agent: tuple[str], fn: str, todo: list[tuple[int, str]],
-                    sink: IO[str], concurrency: int, fail_fast: bool, tally: _Tally,
-                    err: IO[str], progress_every: float) -> bool:
+async def _run_rows(start: Any, todo: list[tuple[int, str]], sink: IO[str], concurrency: int,
+                    fail_fast: bool, tally: _Tally, err: IO[str], progress_every: float) -> bool:
     """Run the rows; True when a Ctrl-C stopped the batch."""
-    from luma.api import RunError
-
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     running: set[asyncio.Task[None]] = set()
@@ -246,18 +241,10 @@ async def _run_rows(program: Any, agent: tuple[str], fn: str, todo: list[tuple[i
             _progress(tally, now - began, err)
 
     async def one(index: int, text: str) -> None:
-        arguments = _parse_arguments(text)
-        if isinstance(arguments, str):
-            row: dict[str, Any] = {"index": index, "ok": False, "error": {
-                "code": BATCH_INPUT_INVALID, "message": f"input line {index + 1}: {arguments}"}}
-        else:
-            try:
-                result = await program.call(agent[0], fn, args=arguments)
-                row = {"index": index, "ok": True, "result": result}
-            except RunError as exc:
-                row = {"index": index, "ok": False,
-                       "error": {"code": exc.code, "message": exc.message}}
+        row, tokens_in, tokens_out = await start(index, text)
         tally.done += 1
+        tally.tokens_in += tokens_in
+        tally.tokens_out += tokens_out
         if not row["ok"]:
             tally.failed[row["error"]["code"]] += 1
             if fail_fast:
@@ -311,7 +298,8 @@ def _on_a_terminal(err: IO[str]) -> bool:
 
 
 class _Bar:
-    """A ``rich`` progress bar on a terminal: rows done / total, rate, time left, failures."""
+    """A ``rich`` progress bar on a terminal: rows done / total, rate, time left, failures,
+    tokens."""
 
     def __init__(self, tally: _Tally, err: IO[str]) -> None:
         from rich.console import Console
@@ -322,17 +310,17 @@ class _Bar:
         self._progress = Progress(
             TextColumn("luma batch"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[rate]} rows/s"), TimeRemainingColumn(),
-            TextColumn("{task.fields[failed]} failed"),
+            TextColumn("{task.fields[failed]} failed"), TextColumn("{task.fields[tokens]}"),
             console=Console(file=err, no_color="NO_COLOR" in os.environ), transient=True)
         self._task = self._progress.add_task("rows", total=tally.total - tally.skipped,
-                                             rate="0.0", failed=0)
+                                             rate="0.0", failed=0, tokens=tally.tokens())
         self._progress.start()
 
     def update(self, elapsed: float) -> None:
         tally = self._tally
         rate = tally.done / elapsed if elapsed > 0 else 0.0
         self._progress.update(self._task, completed=tally.done, rate=f"{rate:.1f}",
-                              failed=sum(tally.failed.values()))
+                              failed=sum(tally.failed.values()), tokens=tally.tokens())
 
     def say(self, message: str) -> None:
         self._progress.console.print(message, markup=False, highlight=False)
@@ -346,7 +334,7 @@ def _progress(tally: _Tally, elapsed: float, err: IO[str]) -> None:
     rate = tally.done / elapsed if elapsed > 0 else 0.0
     eta = f", about {int((todo - tally.done) / rate)} s left" if rate > 0 else ""
     err.write(f"luma batch: {tally.done}/{todo} rows, {sum(tally.failed.values())} failed, "
-              f"{rate:.1f} rows/s{eta}\n")
+              f"{rate:.1f} rows/s, {tally.tokens()}{eta}\n")
 
 
 def _summary(tally: _Tally, interrupted: bool, err: IO[str]) -> None:
@@ -361,6 +349,8 @@ def _summary(tally: _Tally, interrupted: bool, err: IO[str]) -> None:
     if tally.failed:
         line += " (" + ", ".join(f"{code}: {count}" for code, count in
                                  sorted(tally.failed.items())) + ")"
+    if tally.tokens_in or tally.tokens_out:
+        line += "; " + tally.tokens()
     if interrupted or left:
         line += "; continue with --resume"
     err.write(line + "\n")

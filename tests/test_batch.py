@@ -198,8 +198,8 @@ def test_progress_lines_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
     progress = err.splitlines()[:-1]
     assert progress, err
     for line in progress:
-        assert re.fullmatch(r"luma batch: [1-6]/6 rows, 0 failed, [0-9.]+ rows/s"
-                            r"(, about [0-9]+ s left)?", line), line
+        assert re.fullmatch(r"luma batch: [1-6]/6 rows, 0 failed, [0-9.]+ rows/s, "
+                            r"0 tokens \(0 in, 0 out\)(, about [0-9]+ s left)?", line), line
 
 
 def test_a_progress_bar_on_a_terminal(tmp_path: Path) -> None:

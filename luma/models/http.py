@@ -1,4 +1,4 @@
-"""HTTP for the model providers: one ``httpx.AsyncClient`` per run, retries, errors, recording.
+"""HTTP for the model providers: one shared client per event loop, retries, errors, recording.
 
 Every provider adapter posts its JSON through ``ModelHttp.post_json``, which
 
@@ -38,14 +38,65 @@ BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 8.0
 RETRY_AFTER_CAP_S = 60.0   # a longer Retry-After is not waited for: the error comes at once
 EXCERPT_CHARS = 200
+DEFAULT_HTTP_CONNECTIONS = 20  # open at once to the providers, per event loop
 
 RefusalReader = Callable[[int, bytes], "str | None"]
 
 
-def new_http_client() -> httpx.AsyncClient:
+def new_http_client(max_connections: int = DEFAULT_HTTP_CONNECTIONS, *,
+                    rate_limit_hold_s: float | None = None) -> HttpClients:
     """The client a run shares between its providers (connection pooling, keep-alive)."""
-    return httpx.AsyncClient(follow_redirects=False,
-                             limits=httpx.Limits(max_connections=20, max_keepalive_connections=10))
+    return HttpClients(max_connections, rate_limit_hold_s=rate_limit_hold_s)
+
+
+POOL_SHARD = 8
+"""The most connections one httpx pool holds. httpcore's pool scans its connections for every
+request it places, and for each connection scans them all again (1.0.9), so one pool of 64
+costs 16 times one of 16: a larger size is split over several pools."""
+
+
+class HttpClients:
+    """The shared HTTP client: ``max_connections`` kept-alive connections in pools of at most
+    :data:`POOL_SHARD`, each request sent through the pool with the fewest in flight (so no pool
+    queues a request while another has a free connection). Every connection opened is kept alive
+    (httpcore closes an idle connection above ``max_keepalive_connections`` counting the busy
+    ones too: a smaller number would reopen a connection per request under load)."""
+
+    def __init__(self, max_connections: int, *, rate_limit_hold_s: float | None = None) -> None:
+        shards = -(-max(1, max_connections) // POOL_SHARD)
+        size = -(-max(1, max_connections) // shards)
+        verify = httpx.create_ssl_context(trust_env=True)  # one for all: each costs ~35 ms
+        self._pools = [httpx.AsyncClient(follow_redirects=False, verify=verify,
+                                         limits=httpx.Limits(max_connections=size,
+                                                             max_keepalive_connections=size))
+                       for _ in range(shards)]
+        self._in_flight = [0] * shards
+        self.paused_until: dict[str, float] = {}
+        """A provider's Retry-After, by origin: every request through this client waits it
+        out (all the concurrent runs of a program, the rows of a batch), not only the one
+        that got it."""
+        self.rate_limit_hold_s = rate_limit_hold_s
+        """None: a 429 is retried ``max_retries`` times like any other error. A number: a 429
+        is waited out (its Retry-After, else the backoff) without counting as a retry, as long
+        as the request has not waited that many seconds for rate limits (``luma batch
+        --max-wait``)."""
+
+    @property
+    def is_closed(self) -> bool:
+        return self._pools[0].is_closed
+
+    async def post(self, url: str, **options: Any) -> httpx.Response:
+        in_flight = self._in_flight
+        shard = in_flight.index(min(in_flight)) if len(in_flight) > 1 else 0
+        in_flight[shard] += 1
+        try:
+            return await self._pools[shard].post(url, **options)
+        finally:
+            in_flight[shard] -= 1
+
+    async def aclose(self) -> None:
+        for pool in self._pools:
+            await pool.aclose()
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +161,7 @@ def refusal(endpoint: ModelEndpoint, text: str | None) -> LumaError:
 class ModelHttp:
     """Posts JSON to providers over one shared client; see the module docstring."""
 
-    def __init__(self, client: httpx.AsyncClient | None = None,
+    def __init__(self, client: httpx.AsyncClient | HttpClients | None = None,
                  recording: Recording | None = None, *,
                  sleep: Callable[[float], Awaitable[None]] | None = None,
                  jitter: Callable[[], float] | None = None,
@@ -123,15 +174,17 @@ class ModelHttp:
         self.recording = recording
         self._sleep = sleep or asyncio.sleep
         self._jitter = jitter or random.random
-        # a provider's Retry-After pauses every request sent through this client (all the
-        # concurrent runs of a program, the rows of a batch), not only the one that got it
-        self._paused_until: dict[str, float] = {}
+        self._own_pauses: dict[str, float] = {}  # with a client that keeps none itself
 
     @property
-    def client(self) -> httpx.AsyncClient:
+    def client(self) -> httpx.AsyncClient | HttpClients:
         if self._client is None:
             self._client = new_http_client()
         return self._client
+
+    def _shared(self) -> HttpClients | None:
+        client = self._client
+        return client if isinstance(client, HttpClients) else None
 
     async def aclose(self) -> None:
         """Close the client if this object created it (a shared client is closed by its owner)."""
@@ -161,9 +214,16 @@ class ModelHttp:
         attempts = max(0, settings.max_retries) + 1
         host = _origin(url)
         waited = False  # this request has just waited out its own Retry-After
-        for attempt in range(1, attempts + 1):
-            last = attempt == attempts
-            pause = self._paused_until.get(host, 0.0) - time.monotonic()
+        attempt = 0  # the attempts counted against max_retries
+        sent = 0
+        held_since: float | None = None  # the first 429 of a rate limit being held
+        while True:
+            attempt += 1
+            sent += 1
+            last = attempt >= attempts
+            shared = self._shared()
+            pauses = shared.paused_until if shared is not None else self._own_pauses
+            pause = pauses.get(host, 0.0) - time.monotonic()
             if pause > 0 and not waited:
                 await self._wait(pause)
             waited = False
@@ -201,13 +261,35 @@ class ModelHttp:
             reason = refused(status, content) if refused is not None else None
             if reason is not None:
                 raise refusal(endpoint, reason)
+            shared = self._shared()
+            pauses = shared.paused_until if shared is not None else self._own_pauses
+            hold = shared.rate_limit_hold_s if shared is not None else None
+            if status == 429 and hold is not None:
+                # held: the rate limit is waited out, bounded by the hold, not by max_retries
+                now = time.monotonic()
+                held_since = now if held_since is None else held_since
+                delay = retry_after(response_headers, time.time())
+                if delay is not None:
+                    if now - held_since + delay <= hold:
+                        _pause(pauses, host, now + delay)
+                        await self._wait(delay)
+                        waited = True
+                        attempt -= 1
+                        continue
+                elif now - held_since + (backoff := self._backoff(sent)) <= hold:
+                    await self._wait(backoff)
+                    attempt -= 1
+                    continue
+                raise LumaError("MODEL_RATE_LIMITED",
+                                f"Model '{endpoint.model_name}' is still rate limited by "
+                                f"{endpoint.provider_label} (HTTP 429): the limit did not lift "
+                                f"within {hold:g} s, the longest a request waits for it.",
+                                retryable=True, details={"status": status})
             retryable = status in RETRYABLE_STATUS or status >= 500
             if retryable and not last:
                 delay = retry_after(response_headers, time.time())
                 if delay is not None and delay <= RETRY_AFTER_CAP_S:
-                    until = time.monotonic() + delay
-                    if until > self._paused_until.get(host, 0.0):
-                        self._paused_until[host] = until
+                    _pause(pauses, host, time.monotonic() + delay)
                     await self._wait(delay)
                     waited = True
                     continue
@@ -226,7 +308,6 @@ class ModelHttp:
                             f"Model '{endpoint.model_name}': {endpoint.provider_label} answered "
                             f"HTTP {status}: {error_excerpt(content, secrets)}",
                             retryable=retryable, details={"status": status})
-        raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _send(self, endpoint: ModelEndpoint, url: str, headers: dict[str, str],
                     payload: bytes) -> tuple[int, dict[str, str], bytes]:
@@ -263,6 +344,11 @@ def encode_body(body: Any, secrets: SecretRedactor) -> str:
         text = value.json(secrets) if isinstance(value, JsonArray) else encode_json(value, secrets)
         members.append(f"{encode_json(key, secrets)}:{text}")
     return "{" + ",".join(members) + "}"
+
+
+def _pause(pauses: dict[str, float], host: str, until: float) -> None:
+    if until > pauses.get(host, 0.0):
+        pauses[host] = until
 
 
 def _origin(url: str) -> str:

@@ -14,8 +14,7 @@ from luma.schema.compile import SchemaCompiler
 from luma.syntax import ast
 
 if TYPE_CHECKING:
-    import httpx
-
+    from luma.models.http import HttpClients
     from luma.runtime.secrets import SecretRedactor
     from luma.runtime.stores import IdempotencyStore
 
@@ -38,20 +37,28 @@ class SharedState:
         self.has_idempotent_tools: bool | None = None  # worked out by the first pipeline
         self.secrets_registered_from: Mapping[str, str] | None = None
         self.secrets_redactor: SecretRedactor | None = None
+        self.http_connections: int | None = None
+        """The most connections one loop's client opens (None: ``new_http_client``'s default);
+        ``luma batch`` sizes it to its concurrency."""
+        self.rate_limit_hold_s: float | None = None
+        """How long a request waits out a 429 before it fails, whatever ``max_retries`` says
+        (None: a 429 is retried as any error; ``luma batch --max-wait``)."""
         self._lock = threading.Lock()
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = \
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, HttpClients] = \
             weakref.WeakKeyDictionary()
 
-    def http_client(self) -> httpx.AsyncClient:
+    def http_client(self) -> HttpClients:
         """The HTTP client (and connection pool) of the running event loop; an httpx client
         belongs to the loop it first ran on."""
         loop = asyncio.get_running_loop()
         with self._lock:
             client = self._clients.get(loop)
             if client is None or client.is_closed:
-                from luma.models.http import new_http_client
+                from luma.models.http import DEFAULT_HTTP_CONNECTIONS, new_http_client
 
-                client = self._clients[loop] = new_http_client()
+                client = self._clients[loop] = new_http_client(
+                    self.http_connections or DEFAULT_HTTP_CONNECTIONS,
+                    rate_limit_hold_s=self.rate_limit_hold_s)
             return client
 
     async def close_http_client(self) -> None:
@@ -62,7 +69,7 @@ class SharedState:
         if client is not None:
             await client.aclose()
 
-    def drop_http_clients(self) -> list[httpx.AsyncClient]:
+    def drop_http_clients(self) -> list[HttpClients]:
         """Forget every loop's client; the caller closes those of its own loop."""
         with self._lock:
             clients = list(self._clients.values())
