@@ -188,13 +188,15 @@ def test_eight_processes_fifty_keys_each_handler_runs_once(server: Server, tmp_p
 def test_a_killed_holder_is_taken_over_after_its_lease(server: Server, tmp_path: Path) -> None:
     runs_file = tmp_path / "runs.txt"
     held = [f"r-{n}" for n in range(5)]
-    holder = start(server, "hold", str(runs_file), *held, lease_ms=600)
+    # leases long enough that a loaded machine still renews them in time: a lapse would be a
+    # takeover of a live holder, which is what the lease exists to prevent
+    holder = start(server, "hold", str(runs_file), *held, lease_ms=2000)
     try:
         assert holder.stdout is not None
         for _ in held:
             assert holder.stdout.readline().startswith(b"computing ")
         # while the holder lives (and renews its lease), another worker waits, then gives up
-        store = server.open(lease_ms=600)
+        store = server.open(lease_ms=2000)
         with pytest.raises(StoreError) as caught:
             run(store, "r-0", {"early": True}, wait_timeout_ms=1500)
         assert caught.value.code == "TOOL_IDEMPOTENCY_IN_PROGRESS"
@@ -209,7 +211,7 @@ def test_a_killed_holder_is_taken_over_after_its_lease(server: Server, tmp_path:
         holder.wait()
     keys = [f"r-{n}" for n in range(50)]
     began = time.monotonic()
-    runs, results = hammer(server, tmp_path, keys, 8, lease_ms=600)
+    runs, results = hammer(server, tmp_path, keys, 8, lease_ms=5000)
     assert time.monotonic() - began < 60
     for key in keys:
         # the holder's run, then exactly one takeover; every other key exactly once
