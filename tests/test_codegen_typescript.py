@@ -1,8 +1,7 @@
 """Generated TypeScript tool types, checked with ``tsc --strict --noEmit``.
 
-The TypeScript compiler is the version pinned in tests/node/package.json (and its lock file); the
-session installs it into tests/node/node_modules when it is missing. Without npm these tests fail:
-they are part of the suite, not an optional extra.
+The TypeScript compiler is the version pinned in tests/node/package.json (and its lock file),
+installed by ``node_packages`` when it is missing.
 """
 
 from __future__ import annotations
@@ -12,12 +11,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from node_packages import node_modules
 
 from luma.codegen import write_tool_types
 from luma.syntax.parse import parse_file
 
 FIXTURES = Path(__file__).resolve().parent / "codegen"
-NODE_DIR = Path(__file__).resolve().parent / "node"
 TSC_FLAGS = ("--strict", "--noEmit", "--target", "es2022", "--module", "esnext",
              "--moduleResolution", "bundler", "--pretty", "false")
 
@@ -26,20 +25,7 @@ TSC_FLAGS = ("--strict", "--noEmit", "--target", "es2022", "--module", "esnext",
 def tsc() -> list[str]:
     """The command that runs the pinned ``tsc``, installing it first if needed."""
     node = shutil.which("node")
-    script = NODE_DIR / "node_modules" / "typescript" / "bin" / "tsc"
-    if not script.exists():
-        npm = shutil.which("npm")
-        if npm is None or node is None:
-            pytest.fail(
-                "npm and node are needed to install the TypeScript compiler for the codegen "
-                "tests (npm ci --prefix tests/node); install Node.js and npm."
-            )
-        done = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund", "--prefix", str(NODE_DIR)],
-            capture_output=True, text=True, timeout=600,
-        )
-        if done.returncode != 0 or not script.exists():
-            pytest.fail(f"npm ci --prefix tests/node failed: {done.stderr.strip()[-2000:]}")
+    script = node_modules("the codegen tests") / "typescript" / "bin" / "tsc"
     if node is None:
         pytest.fail("node is needed to run the TypeScript compiler for the codegen tests.")
     return [node, str(script)]

@@ -11,13 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from node_packages import node_modules
 from pygments.lexers import get_lexer_by_name, get_lexer_for_filename
 from pygments.token import Error, Keyword, Name, String
 
 from cli_runner import ROOT
 
 VSCODE = ROOT / "editors" / "vscode"
-NODE_DIR = ROOT / "tests" / "node"
 EXAMPLES = sorted((ROOT / "examples").glob("**/*.luma"))
 
 
@@ -100,15 +100,8 @@ def test_the_extension_names_files_that_exist() -> None:
 @pytest.fixture(scope="session")
 def grammar_test() -> list[str]:
     """The command that runs the pinned ``vscode-tmgrammar-test``, installing it if needed."""
-    script = NODE_DIR / "node_modules" / "vscode-tmgrammar-test" / "dist" / "unit.js"
-    if not script.exists():
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.fail("npm is needed to install vscode-tmgrammar-test for the grammar tests "
-                        "(npm ci --prefix tests/node); install Node.js and npm.")
-        done = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--prefix", str(NODE_DIR)],
-                              capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr
+    unit = "vscode-tmgrammar-test/dist/unit.js"
+    script = node_modules("the grammar tests", unit) / unit
     node = shutil.which("node")
     assert node is not None
     return [node, str(script)]

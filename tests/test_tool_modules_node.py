@@ -9,10 +9,10 @@ import os
 from pathlib import Path
 
 import pytest
+from node_packages import node_modules
 
 from sandbox.project import Project, isolated_imports, project  # noqa: F401 (fixtures)
 
-NODE_MODULES = Path(__file__).parent / "node" / "node_modules"
 
 CALC = """schema CalcResult {
   result: float
@@ -28,8 +28,8 @@ r
 @pytest.fixture()
 def typescript(project: Project) -> Project:
     """The project with the pinned ``typescript`` package beside its modules."""
-    assert (NODE_MODULES / "typescript").is_dir(), "npm ci --prefix tests/node"
-    os.symlink(NODE_MODULES, project.folder / "node_modules")
+    os.symlink(node_modules("the TypeScript tool-module tests"),
+               project.folder / "node_modules")
     return project
 
 
