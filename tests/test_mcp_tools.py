@@ -5,7 +5,9 @@ stdio by Luma), every call through the tool pipeline."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -143,3 +145,151 @@ def test_luma_check_accepts_mcp_entries_and_leaves_their_tools_to_the_start(
     ran = subprocess.run([sys.executable, "-m", "luma", "p.luma"], capture_output=True,
                          text=True, cwd=tmp_path, stdin=subprocess.DEVNULL)
     assert (ran.returncode, ran.stdout, ran.stderr) == (0, "42\n", "")
+
+
+LINGER = ('schema Sum {\n  sum: int\n}\n'
+          'tool linger(ms: int, mark: string) -> Sum {\n  side_effects: "none"\n'
+          '  timeout: 300\n}\n'
+          'agent Clock {\n  tools: [linger]\n}\n')
+
+
+def test_a_timeout_sends_the_server_a_cancellation(tmp_path: Path) -> None:
+    mark = tmp_path / "linger"
+    with load(LINGER) as program:
+        with pytest.raises(luma.RunError) as late:
+            call(program, "linger", {"ms": 5000, "mark": str(mark)})
+        assert late.value.code == "TOOL_TIMEOUT"
+        for _ in range(100):  # the server's handler is cancelled a moment later
+            if mark.exists():
+                break
+            time.sleep(0.05)
+    assert mark.read_text() == "cancelled\n"
+
+
+# --- a server that runs on its own, reached by URL (Streamable HTTP) ---
+
+TOKEN = "s3cret-clock-token-7f3a"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def clock_url() -> Iterator[str]:
+    """clock_server.py over Streamable HTTP on a loopback port, behind a bearer token."""
+    import os
+    import subprocess
+
+    port = _free_port()
+    process = subprocess.Popen([sys.executable, str(HERE / "clock_server.py"), "--http",
+                                str(port)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "CLOCK_TOKEN": TOKEN})
+    try:
+        assert process.stderr is not None
+        assert process.stderr.readline() == "ready\n"
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def load_url(url: str, source: str | None = None, env: dict[str, str] | None = None,
+             **server: Any) -> luma.Program:
+    entry = {"url": url, "headers": {"Authorization": {"env": "CLOCK_AUTH"}}, **server}
+    config = {"tool_modules": [{"mcp": entry}]}
+    env = {"CLOCK_AUTH": f"Bearer {TOKEN}"} if env is None else env
+    if source is None:
+        return luma.load(HERE / "clock.luma", config=config, env=env)
+    return luma.loads(source, path=str(HERE / "inline.luma"), config=config, env=env)
+
+
+def test_a_url_server_answers_through_the_pipeline(clock_url: str, tmp_path: Path) -> None:
+    with load_url(clock_url) as program:
+        assert call(program, "get_current_time", {"timezone": "UTC"}) == {
+            "timezone": "UTC", "datetime": "2026-12-01T12:00:00+00:00"}
+        assert call(program, "add", {"a": 2, "b": 3}) == {"sum": 5}
+        with pytest.raises(luma.RunError) as failed:
+            call(program, "get_current_time", {"timezone": "Mars/Olympus"})
+        assert (failed.value.code, failed.value.message) == (
+            "TOOL_FAILED", "Tool 'get_current_time' failed: Invalid timezone: Mars/Olympus")
+        with pytest.raises(luma.RunError) as invalid:
+            call(program, "wrong", {"x": "y"})
+        assert invalid.value.code == "TOOL_OUTPUT_INVALID"
+        with pytest.raises(luma.RunError) as late:
+            call(program, "nap", {"ms": 2000})
+        assert late.value.message == "Tool 'nap' timed out after 300 ms."
+    mark = tmp_path / "linger"
+    with load_url(clock_url, LINGER) as program:
+        with pytest.raises(luma.RunError) as late:
+            call(program, "linger", {"ms": 5000, "mark": str(mark)})
+        assert late.value.code == "TOOL_TIMEOUT"
+        for _ in range(100):
+            if mark.exists():
+                break
+            time.sleep(0.05)
+    assert mark.read_text() == "cancelled\n"
+
+
+def test_a_url_server_is_matched_and_checked_like_a_started_one(clock_url: str) -> None:
+    source = ('schema S {\n  sum: int\n}\n'
+              'tool add(a: string, c: int) -> S {\n  side_effects: "none"\n}\n'
+              'tool get_time(timezone: string) -> S {\n  side_effects: "read"\n}\n'
+              'agent Clock {\n  tools: [add, get_time]\n}\n')
+    with pytest.raises(luma.LoadError) as bad:
+        load_url(clock_url, source)
+    assert bad.value.problems == [
+        "Tool 'add': parameter 'a' is string in the contract and integer on the MCP server",
+        "Tool 'add': the MCP server does not accept the parameter 'c' (integer)",
+        "Tool 'add': the MCP server requires the parameter 'b' (integer), which the contract "
+        "does not declare"]
+    renamed = source.replace("a: string, c: int", "a: int, b: int")
+    with pytest.raises(luma.LoadError) as missing:
+        load_url(clock_url, renamed)
+    assert missing.value.problems == [
+        "'get_time' is not registered in the tool registry. (did you mean "
+        "'get_current_time'?)"]
+    with load_url(clock_url, renamed, names={"get_time": "get_current_time"}) as program:
+        contract = next(c for c in program.contracts("Clock") if c.name == "get_time")
+        with pytest.raises(luma.RunError) as invalid:  # the server's answer has no 'sum'
+            program._sync(program.call_contract(contract, {"timezone": "UTC"}, agent="Clock"))
+        assert invalid.value.code == "TOOL_OUTPUT_INVALID"
+
+
+def test_a_refused_token_is_a_start_error_without_the_token(clock_url: str) -> None:
+    wrong = "Bearer not-the-clock-token-91"
+    with pytest.raises(luma.LoadError) as refused:
+        load_url(clock_url, env={"CLOCK_AUTH": wrong})
+    assert refused.value.problems == [
+        f"tool_modules[0]: the MCP server at {clock_url} did not answer: HTTP 401 Unauthorized"]
+    with pytest.raises(luma.LoadError) as unset:
+        load_url(clock_url, env={})
+    assert unset.value.problems == [
+        "tool_modules[0].mcp.headers.Authorization: the environment variable CLOCK_AUTH is not "
+        "set"]
+
+
+def test_an_unreachable_url_is_one_line_without_its_secrets(tmp_path: Path) -> None:
+    import json
+    import subprocess
+
+    port = _free_port()  # nothing listens there
+    url = f"http://user:pa55word-x1@127.0.0.1:{port}/mcp?key=url-token-5521"
+    (tmp_path / "luma.config.json").write_text(json.dumps({"tool_modules": [
+        {"mcp": {"url": url, "headers": {"X-Api-Key": "header-secret-8812"}}}]}))
+    (tmp_path / "p.luma").write_text(
+        'schema Sum {\n  sum: int\n}\n'
+        'tool add(a: int, b: int) -> Sum {\n  side_effects: "none"\n}\n'
+        'r = tool add({ a: 2, b: 40 })\nr.sum\n')
+    ran = subprocess.run([sys.executable, "-m", "luma", "p.luma"], capture_output=True,
+                         text=True, cwd=tmp_path, stdin=subprocess.DEVNULL, timeout=120)
+    assert (ran.returncode, ran.stdout) == (2, "")
+    assert ran.stderr == (f"error: tool_modules[0]: the MCP server at http://127.0.0.1:{port}"
+                          "/mcp did not answer: ConnectError: All connection attempts failed\n")
+    for secret in ("pa55word-x1", "url-token-5521", "header-secret-8812", "Traceback"):
+        assert secret not in ran.stderr
