@@ -232,10 +232,12 @@ def _value_of(result: Any) -> Any:
     if result.structured_content is not None:
         return result.structured_content
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except ValueError:
-        raise McpToolError("the MCP server's result is neither structured content nor JSON "
-                           f"text: {text[:200]!r}") from None
+        value = None
+    # A JSON object in the text is the value; any other text is {"text": the text}: a
+    # contract for a server that answers in prose declares a schema with a 'text' string.
+    return value if isinstance(value, dict) else {"text": text}
 
 
 @dataclass
@@ -365,34 +367,70 @@ def _handler(host: McpServerHost, server_tool: str, resend: bool) -> Any:
 
 
 def _disagreements(tool: str, contract: dict[str, Any], server: dict[str, Any]) -> list[str]:
+    """Each top-level parameter whose JSON types disagree with the server's ``inputSchema``.
+    ``null`` is not compared (nullability is the contract's to validate), a type either side
+    leaves open (``any``, a schema without ``type``) agrees with everything, and an ``int``
+    may go to a ``number``."""
     ours: dict[str, Any] = contract.get("properties", {})
     theirs: dict[str, Any] = server.get("properties", {}) or {}
+    defs = {"contract": contract.get("$defs", {}), "server": server.get("$defs", {}) or {}}
     problems = []
     for name, schema in ours.items():
+        a = _types(schema, defs["contract"])
         if name not in theirs:
             problems.append(f"Tool '{tool}': the MCP server does not accept the parameter "
-                            f"'{name}' ({_type_of(schema)})")
+                            f"'{name}' ({_shown(a)})")
             continue
-        a, b = _type_of(schema), _type_of(theirs[name])
-        if a != b and not (a == "integer" and b == "number"):
-            problems.append(f"Tool '{tool}': parameter '{name}' is {a} in the contract and "
-                            f"{b} on the MCP server")
+        b = _types(theirs[name], defs["server"])
+        if a is None or b is None:
+            continue
+        a, b = a - {"null"}, b - {"null"}
+        if b and not all(t in b or (t == "integer" and "number" in b) for t in a):
+            problems.append(f"Tool '{tool}': parameter '{name}' is {_shown(a)} in the "
+                            f"contract and {_shown(b)} on the MCP server")
     for name in server.get("required", []) or []:
         if name not in ours:
             problems.append(f"Tool '{tool}': the MCP server requires the parameter '{name}' "
-                            f"({_type_of(theirs.get(name, {}))}), which the contract does not "
-                            "declare")
+                            f"({_shown(_types(theirs.get(name, {}), defs['server']))}), which "
+                            "the contract does not declare")
     return problems
 
 
-def _type_of(schema: Any) -> str:
-    if not isinstance(schema, dict):
-        return "any"
+_JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
+               dict: "object", type(None): "null"}
+
+
+def _types(schema: Any, defs: dict[str, Any], depth: int = 0) -> frozenset[str] | None:
+    """The JSON types a schema allows; None when it leaves the type open."""
+    if not isinstance(schema, dict) or depth > 20:
+        return None
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        target = defs.get(ref.rpartition("/")[2]) if ref.startswith("#/$defs/") else None
+        return _types(target, defs, depth + 1)
     kind = schema.get("type")
     if isinstance(kind, str):
-        return kind
+        return frozenset([kind])
     if isinstance(kind, list):
-        return " or ".join(str(k) for k in kind)
-    if "enum" in schema:
-        return "enum"
-    return "any"
+        return frozenset(str(k) for k in kind)
+    for key in ("anyOf", "oneOf"):
+        members = schema.get(key)
+        if isinstance(members, list) and members:
+            out: set[str] = set()
+            for member in members:
+                types = _types(member, defs, depth + 1)
+                if types is None:
+                    return None
+                out |= types
+            return frozenset(out)
+    values = schema.get("enum", [schema["const"]] if "const" in schema else None)
+    if isinstance(values, list) and values:
+        return frozenset(_JSON_TYPES.get(type(v), "any") for v in values)
+    return None
+
+
+def _shown(types: frozenset[str] | None) -> str:
+    if not types:
+        return "any"
+    kinds = sorted(types - {"null"}) + (["null"] if "null" in types else [])
+    return " or ".join(kinds)
