@@ -4,6 +4,8 @@ stdio by Luma), every call through the tool pipeline."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -127,25 +129,61 @@ def test_a_write_call_the_server_died_under_is_not_sent_again(tmp_path: Path) ->
         assert call(program, "record", {"mark": str(mark)}) == {"sum": 1}
 
 
-def test_luma_check_accepts_mcp_entries_and_leaves_their_tools_to_the_start(
-        tmp_path: Path) -> None:
-    import json
-    import subprocess
+def check(tmp_path: Path, source: str, config: dict[str, Any],
+          *options: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "p.luma").write_text(source)
+    (tmp_path / "luma.config.json").write_text(json.dumps(config))
+    return subprocess.run([sys.executable, "-m", "luma", "check", "p.luma", *options],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
 
-    (tmp_path / "p.luma").write_text(
-        'schema Sum {\n  sum: int\n}\n'
-        'tool add(a: int, b: int) -> Sum {\n  side_effects: "none"\n}\n'
-        'r = tool add({ a: 2, b: 40 })\nr.sum\n')
+
+SUM = ('schema Sum {\n  sum: int\n}\n'
+       'tool add(a: int, b: int) -> Sum {\n  side_effects: "none"\n}\n'
+       'r = tool add({ a: 2, b: 40 })\nr.sum\n')
+
+
+def test_luma_check_lists_the_servers_tools_and_a_run_calls_them(tmp_path: Path) -> None:
     (tmp_path / "t.py").write_text("def other(input):\n    return {}\n")
-    (tmp_path / "luma.config.json").write_text(json.dumps(
-        {"tool_modules": ["t.py", SERVER]}))
-    checked = subprocess.run([sys.executable, "-m", "luma", "check", "p.luma"],
-                             capture_output=True, text=True, cwd=tmp_path)
+    checked = check(tmp_path, SUM, {"tool_modules": ["t.py", SERVER]})
     assert (checked.returncode, checked.stderr) == (0, "checked 1 file: no problems\n")
     ran = subprocess.run([sys.executable, "-m", "luma", "p.luma"], capture_output=True,
                          text=True, cwd=tmp_path, stdin=subprocess.DEVNULL)
     assert (ran.returncode, ran.stdout, ran.stderr) == (0, "42\n", "")
 
+
+def test_luma_check_reports_disagreements_at_the_tool_without_calling_it(
+        tmp_path: Path) -> None:
+    mark = tmp_path / "crashed"
+    source = ('schema Sum {\n  sum: int\n}\n'
+              'tool add(a: string, b: int) -> Sum {\n  side_effects: "none"\n}\n'
+              'tool get_time(timezone: string) -> Sum {\n  side_effects: "read"\n}\n'
+              'tool crash(mark: string) -> Sum {\n  side_effects: "none"\n}\n'
+              f'r = tool crash({{ mark: {json.dumps(str(mark))} }})\n')
+    checked = check(tmp_path, source, {"tool_modules": [SERVER]}, "--format", "json")
+    assert checked.returncode == 1
+    found = [(d["code"], d["message"], d["line"], d.get("hint"))
+             for d in json.loads(checked.stdout) if d["code"] != "W003"]
+    label = f"the MCP server {sys.executable} {HERE / 'clock_server.py'}"
+    assert found == [
+        ("E057", "Tool 'add': parameter 'a' is string in the contract and integer on the MCP "
+         "server", 4, f"its implementation is on {label} (tool_modules[0])"),
+        ("E040", "'get_time' is not registered in the tool registry.", 7,
+         "did you mean 'get_current_time'?")]
+    assert not mark.exists()  # listed, never called
+
+
+def test_luma_check_reports_a_server_that_does_not_answer_at_its_entry(
+        tmp_path: Path) -> None:
+    port = _free_port()
+    config = {"tool_modules": [{"mcp": {"url": f"http://127.0.0.1:{port}/mcp?token=tok-99812"}}]}
+    checked = check(tmp_path, SUM, config)
+    assert checked.returncode == 1
+    assert (f"luma.config.json:1:35: error[E041]: tool_modules[0]: the MCP server at "
+            f"http://127.0.0.1:{port}/mcp did not answer: ConnectError: All connection "
+            "attempts failed") in checked.stdout + checked.stderr
+    assert "tok-99812" not in checked.stdout + checked.stderr  # nor in the line shown
+    assert '?token=[secret]"' in checked.stderr
+    assert "E040" not in checked.stdout + checked.stderr
 
 LINGER = ('schema Sum {\n  sum: int\n}\n'
           'tool linger(ms: int, mark: string) -> Sum {\n  side_effects: "none"\n'

@@ -3,8 +3,10 @@ and can the config provide every context a tool ``needs``?
 
 A program's config is the one given (``luma check --config``) or else ``luma.config.json``
 beside it, as for a run. Its tool modules are the config's ``tool_modules`` (relative to the
-program's folder) followed by the ones given on the command line. Nothing is run except the
-modules' own import. A module is loaded once however many programs use it, and each of its
+program's folder) followed by the ones given on the command line. The config's MCP servers
+(``{"mcp": ...}`` entries) are connected to and their tools listed, as at a run's start, so that
+a contract that disagrees with its server is reported where the tool is declared. Nothing is run
+except the modules' own import and the servers (no tool is called). A module is loaded once however many programs use it, and each of its
 problems is reported once.
 """
 
@@ -44,6 +46,8 @@ class _Config:
     contexts: dict[str, dict[str, Any]]  # its tool_contexts: context → field → ContextField
     datasources: tuple[tuple[str, Span], ...] = ()  # its datasources entries, where written
     mcp_servers: bool = False  # it has {"mcp": ...} entries: tools a run finds on a server
+    parsed: Any = None  # the validated config (LumaConfig)
+    mcp_spans: dict[int, Span] = field(default_factory=dict)  # tool_modules index → entry
 
 
 @dataclass(slots=True)
@@ -59,6 +63,12 @@ class HostCheck:
     _configs: dict[Path, _Config | None] = field(default_factory=dict)  # None: broken
     _reported: set[tuple[str, str, str, int]] = field(default_factory=set)
     _texts: dict[str, SourceFile] = field(default_factory=dict)
+    _secrets: Any = None  # SecretRedactor of the MCP servers' URLs and headers, once there are
+
+    def redact(self, report: str) -> str:
+        """``report`` without the secrets of the MCP entries checked (a config line shown
+        under a diagnostic may hold a token)."""
+        return report if self._secrets is None else self._secrets.redact(report)
 
     def config_of(self, program_path: str | Path) -> Path | None:
         """The config file a run of the program would read, if any."""
@@ -74,20 +84,20 @@ class HostCheck:
         project = Path(program_path).resolve().parent
         config_path = self.config_of(program_path)
         configured: list[_ConfigEntry] = []
-        served = False  # an MCP server may implement a tool no module has (checked at start)
+        config: _Config | None = None
         if config_path is not None:
             config = self._config(config_path, out)
             if config is None:
                 return out  # the config is broken (reported): which handlers exist is unknown
             out += _context_problems(program, config)
             out += _datasource_problems(program, config)
-            served = config.mcp_servers
             configured = [_ConfigEntry(written, project / written, key, span, manifest,
                                        config.policy)
                           for written, key, span, manifest in config.entries]
         wanted: list[tuple[Path, _ConfigEntry | None]] = [(e.path, e) for e in configured]
         wanted += [(Path(p), None) for p in self.tool_modules]
-        if not wanted:
+        served = config is not None and config.mcp_servers
+        if not wanted and not served:
             return out
         from luma.runtime.modules import ToolModuleError, ToolRegistry
 
@@ -108,18 +118,64 @@ class HostCheck:
                 complete = False
                 self._report(out, "E041", exc.message, self._span_at(exc.path, exc.line),
                              hint="each tool name may be registered by one tool module only")
-        if not complete or served:
-            # A module that failed would make every one of its tools look unregistered; a tool
-            # no module has may be on an MCP server, which only a run starts.
+        known = {t.name for t in program.tools if t.name in registry}
+        offered: list[str] = []  # the MCP servers' tool names, for a did-you-mean
+        if served and complete:
+            assert config is not None
+            found = self._mcp(program, config, known, project, out)
+            if found is None:
+                complete = False
+            else:
+                known |= set(found.handlers)
+                offered = found.offered
+        if not complete:
+            # A module (or server) that failed would make every one of its tools look
+            # unregistered.
             return out
+        from luma.syntax.diagnostics import did_you_mean
+
         for tool in program.tools:
-            if tool.kind == "tool" and tool.name not in registry:
+            if tool.kind == "tool" and tool.name not in known:
+                hint = did_you_mean(tool.name, offered) if offered else None
                 out.append(Diagnostic(
                     "error", "E040", f"'{tool.name}' is not registered in the tool registry.",
                     tool.name_span,
-                    hint=f"define a function '{tool.name}' in a tool module, or add it to the "
-                         "module's luma_tools dict"))
+                    hint=hint or f"define a function '{tool.name}' in a tool module, or add it "
+                                 "to the module's luma_tools dict"))
         return out
+
+    def _mcp(self, program: ast.Program, config: _Config, handled: set[str], project: Path,
+             out: list[Diagnostic]) -> Any:
+        """Connect to the config's MCP servers, list their tools (calling none) and report
+        what a run's start would refuse: a server that does not answer (E041, at its entry),
+        a contract that disagrees with its server (E057, at the tool). The servers' tools, or
+        None when a server did not answer."""
+        import os
+
+        from luma.runtime.mcp_host import connect_mcp_servers, missing_extra
+        from luma.runtime.secrets import SecretRedactor, register_startup_secrets
+
+        spans = config.mcp_spans
+        missing = missing_extra()
+        if missing is not None:
+            self._report(out, "E041", missing, spans[min(spans)])
+            return None
+        secrets = self._secrets = self._secrets or SecretRedactor()
+        register_startup_secrets(secrets, None, config.parsed, os.environ)
+        found = connect_mcp_servers(program, config.parsed, str(project), handled, os.environ,
+                                    secrets.redact)
+        found.close()
+        spans_of = {t.name: t.name_span for t in program.tools}
+        answered = True
+        for problem in found.problems:
+            if problem.tool is None:
+                answered = False
+                self._report(out, "E041", problem.message, spans[problem.server])
+            else:
+                self._report(out, "E057", problem.message, spans_of[problem.tool],
+                             hint=f"its implementation is on {problem.label} "
+                                  f"(tool_modules[{problem.server}])")
+        return found if answered else None
 
     def _load(self, path: Path, entry: _ConfigEntry | None, project: Path,
               out: list[Diagnostic]) -> ToolModule | None:
@@ -194,7 +250,9 @@ class HostCheck:
               manifests[i] if i < len(manifests) else None) for i, e in enumerate(entries)],
             parsed.tool_module_policy, dict(parsed.tool_contexts),
             tuple((name, self._entry_span(source, name)) for name in parsed.datasources),
-            bool(parsed.mcp_servers()))
+            bool(parsed.mcp_servers()), parsed,
+            {i: self._entry_span(source, server.url or (server.command or [""])[0])
+             for i, server in parsed.mcp_servers()})
         self._configs[key] = result
         return result
 

@@ -249,6 +249,7 @@ class McpProblem:
     message: str
     server: int
     tool: str | None = None
+    label: str = ""  # the server, as messages name it
 
 
 @dataclass
@@ -301,7 +302,7 @@ def connect_mcp_servers(program: Any, config: Any, base_dir: str, handled: Itera
             for name, ref in unset:
                 found.problems.append(McpProblem(
                     f"{where}.mcp.headers.{name}: the environment variable {ref.env} is not "
-                    "set", index))
+                    "set", index, label=f"the MCP server at {shown_url(server.url)}"))
             if unset:
                 continue
             host = McpServerHost(where, f"the MCP server at {shown_url(server.url)}", base_dir,
@@ -312,7 +313,7 @@ def connect_mcp_servers(program: Any, config: Any, base_dir: str, handled: Itera
             listed = host.start()
         except McpToolError as exc:  # a server that does not start or does not speak MCP
             found.problems.append(McpProblem(f"{where}: {host.label} did not answer: {exc}",
-                                             index))
+                                             index, label=host.label))
             continue
         offered = {t.name: t for t in listed}
         found.offered.extend(offered)
@@ -324,7 +325,7 @@ def connect_mcp_servers(program: Any, config: Any, base_dir: str, handled: Itera
             if spec is None:
                 continue
             found.problems.extend(
-                McpProblem(message, index, name) for message in _disagreements(
+                McpProblem(message, index, name, host.label) for message in _disagreements(
                     name, schemas.standalone(tool_input_name(name)), spec.input_schema or {}))
             found.handlers[name] = _handler(host, server_name,
                                             tool_settings(tool).side_effects != "write")
