@@ -331,3 +331,69 @@ def test_an_unreachable_url_is_one_line_without_its_secrets(tmp_path: Path) -> N
                           "/mcp did not answer: ConnectError: All connection attempts failed\n")
     for secret in ("pa55word-x1", "url-token-5521", "header-secret-8812", "Traceback"):
         assert secret not in ran.stderr
+
+
+PIPELINE = '''schema Sum {
+  sum: int
+}
+
+tool cached_tick(n: int) -> Sum {
+  side_effects: "none"
+  cache: true
+}
+
+tool once_tick(id: string) -> Sum {
+  side_effects: "write"
+  idempotent: true
+  idempotency_key: id
+}
+
+tool slow_once(n: int) -> Sum {
+  side_effects: "none"
+  timeout: 300
+  retries: 1
+}
+
+tool doom(n: int) -> Sum {
+  side_effects: "none"
+}
+
+agent Clock {
+  tools: [cached_tick, once_tick, slow_once, doom]
+}
+
+agent Careful {
+  tools: [once_tick]
+  tool_policy: "deny_write"
+}
+'''
+
+
+def test_cache_idempotency_retries_and_policies_apply_to_server_tools() -> None:
+    names = {"cached_tick": "tick", "once_tick": "tick"}
+    with load(PIPELINE, names=names) as program:
+        # the server counts its calls: a cached or idempotent call does not reach it again
+        assert call(program, "cached_tick", {"n": 1}) == {"sum": 1}
+        assert call(program, "cached_tick", {"n": 1}) == {"sum": 1}
+        assert call(program, "once_tick", {"id": "r-1"}) == {"sum": 2}
+        assert call(program, "once_tick", {"id": "r-1"}) == {"sum": 2}
+        assert call(program, "cached_tick", {"n": 2}) == {"sum": 3}
+        assert program.contracts("Careful") == []  # not even offered
+        once = next(c for c in program.contracts("Clock") if c.name == "once_tick")
+        with pytest.raises(luma.RunError) as denied:
+            program._sync(program.call_contract(once, {"id": "r-2"}, agent="Careful"))
+        assert denied.value.code == "TOOL_PERMISSION_DENIED"
+        assert call(program, "cached_tick", {"n": 4}) == {"sum": 4}  # the refusal sent nothing
+        # the first attempt times out (its request cancelled), the retry answers
+        assert call(program, "slow_once", {"n": 1}) == {"sum": 2}
+
+
+def test_a_server_that_dies_again_after_its_restart_fails_the_call() -> None:
+    with load(PIPELINE, names={"cached_tick": "tick", "once_tick": "tick"}) as program:
+        with pytest.raises(luma.RunError) as failed:
+            call(program, "doom", {"n": 1})
+        assert failed.value.code == "TOOL_FAILED"
+        assert failed.value.message == (
+            f"Tool 'doom' failed: the MCP server {sys.executable} {HERE / 'clock_server.py'} "
+            "stopped during the call again after a restart")
+        assert call(program, "cached_tick", {"n": 1}) == {"sum": 1}  # started for the next call

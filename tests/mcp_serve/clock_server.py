@@ -36,7 +36,15 @@ TOOLS = [
                input_schema={"type": "object", "properties": {"ms": {"type": "integer"},
                                                               "mark": {"type": "string"}},
                              "required": ["ms", "mark"]}),
+    types.Tool(name="tick", description="Counts its calls: answers how many there were.",
+               input_schema={"type": "object", "properties": {"n": {"type": "integer"},
+                                                              "id": {"type": "string"}}}),
+    types.Tool(name="slow_once", description="Sleeps 2 s on its first call only.",
+               input_schema={"type": "object", "properties": {"n": {"type": "integer"}}}),
+    types.Tool(name="doom", description="The process dies on every call.",
+               input_schema={"type": "object", "properties": {"n": {"type": "integer"}}}),
 ]
+CALLS = {"tick": 0, "slow_once": 0}
 
 
 async def list_tools(ctx, params):
@@ -68,6 +76,13 @@ async def call_tool(ctx, params):
     if params.name == "nap":
         await asyncio.sleep(args["ms"] / 1000)
         return types.CallToolResult(content=text(json.dumps({"sum": args["ms"]})))
+    if params.name in CALLS:
+        CALLS[params.name] += 1
+        if params.name == "slow_once" and CALLS["slow_once"] == 1:
+            await asyncio.sleep(2)
+        return types.CallToolResult(content=text(json.dumps({"sum": CALLS[params.name]})))
+    if params.name == "doom":
+        os._exit(4)
     if params.name == "linger":
         try:
             await asyncio.sleep(args["ms"] / 1000)
