@@ -4,6 +4,7 @@ stdio by Luma), every call through the tool pipeline."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -217,11 +218,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def clock_url() -> Iterator[str]:
+@contextlib.contextmanager
+def http_clock() -> Iterator[str]:
     """clock_server.py over Streamable HTTP on a loopback port, behind a bearer token."""
     import os
-    import subprocess
 
     port = _free_port()
     process = subprocess.Popen([sys.executable, str(HERE / "clock_server.py"), "--http",
@@ -235,6 +235,12 @@ def clock_url() -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def clock_url() -> Iterator[str]:
+    with http_clock() as url:
+        yield url
 
 
 def load_url(url: str, source: str | None = None, env: dict[str, str] | None = None,
@@ -297,6 +303,17 @@ def test_a_url_server_is_matched_and_checked_like_a_started_one(clock_url: str) 
         with pytest.raises(luma.RunError) as invalid:  # the server's answer has no 'sum'
             program._sync(program.call_contract(contract, {"timezone": "UTC"}, agent="Clock"))
         assert invalid.value.code == "TOOL_OUTPUT_INVALID"
+
+
+def test_a_url_server_that_went_away_fails_the_call(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    with http_clock() as url, load_url(url) as program:
+        with pytest.raises(luma.RunError) as failed:
+            call(program, "crash", {"mark": str(tmp_path / "crashed")})  # the server exits
+        assert failed.value.code == "TOOL_FAILED"
+        assert failed.value.message == (f"Tool 'crash' failed: the MCP server at {url} "
+                                        "stopped: ConnectError: All connection attempts failed")
+    assert capsys.readouterr() == ("", "")  # nothing of the SDK's own on the streams
 
 
 def test_a_refused_token_is_a_start_error_without_the_token(clock_url: str) -> None:

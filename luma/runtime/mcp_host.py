@@ -108,6 +108,7 @@ class McpServerHost:
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
+        _quiet_sdk_log()
         assert self.url is not None
         client = create_mcp_http_client(headers=self.headers or None)
         client.event_hooks["response"].append(self._note_status)
@@ -222,6 +223,16 @@ class McpServerHost:
         self.thread.join(5)
         if not self.thread.is_alive():
             self.loop.close()
+
+
+def _quiet_sdk_log() -> None:
+    """The SDK logs a failed session end as a warning: with no handler of the application's,
+    Python would print it on stderr. Its failures reach the user as Luma's messages."""
+    import logging
+
+    sdk = logging.getLogger("mcp")
+    if not any(isinstance(h, logging.NullHandler) for h in sdk.handlers):
+        sdk.addHandler(logging.NullHandler())
 
 
 def _value_of(result: Any) -> Any:
