@@ -414,3 +414,28 @@ def test_a_server_that_dies_again_after_its_restart_fails_the_call() -> None:
             f"Tool 'doom' failed: the MCP server {sys.executable} {HERE / 'clock_server.py'} "
             "stopped during the call again after a restart")
         assert call(program, "cached_tick", {"n": 1}) == {"sum": 1}  # started for the next call
+
+
+def test_a_wrong_mcp_entry_is_a_located_config_error_without_its_secrets() -> None:
+    source = 'tool add(a: int, b: int) -> Sum {\n  side_effects: "none"\n}\nschema Sum {\n  sum: int\n}\n'
+    secret_url = "http://127.0.0.1:1/mcp?key=entry-secret-4471"
+    cases = [
+        ({"url": secret_url, "command": ["x"]},
+         'tool_modules[0].mcp: an MCP server needs either "command" (a server Luma starts) or '
+         '"url" (a server that runs on its own), not both'),
+        ({"url": "ftp://127.0.0.1/entry-secret-4471"},
+         "tool_modules[0].mcp.url: must be an http:// or https:// URL (the server's MCP "
+         "endpoint)"),
+        ({"url": secret_url, "env": {"A": "entry-secret-4471"}},
+         'tool_modules[0].mcp: "env" is for a server Luma starts ("command"); a "url" server '
+         'takes "headers"'),
+        ({"url": secret_url, "headers": {"X-Key": 4471}},
+         'tool_modules[0].mcp.headers.X-Key: must be a string or {"env": "NAME"}'),
+        ({"url": secret_url, "headers": {"X-Key": {"evn": "KEY"}}},
+         "tool_modules[0].mcp.headers.X-Key.evn: unknown key; did you mean 'env'?"),
+    ]
+    for entry, message in cases:
+        with pytest.raises(luma.LoadError) as bad:
+            luma.loads(source, config={"tool_modules": [{"mcp": entry}]})
+        assert f"<config>: {message}" in bad.value.problems, entry
+        assert "entry-secret-4471" not in " ".join(bad.value.problems)
