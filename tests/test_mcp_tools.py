@@ -179,7 +179,7 @@ def test_luma_check_reports_a_server_that_does_not_answer_at_its_entry(
     config = {"tool_modules": [{"mcp": {"url": f"http://127.0.0.1:{port}/mcp?token=tok-99812"}}]}
     checked = check(tmp_path, SUM, config)
     assert checked.returncode == 1
-    assert (f"luma.config.json:1:35: error[E041]: tool_modules[0]: the MCP server at "
+    assert (f"luma.config.json:1:20: error[E041]: tool_modules[0]: the MCP server at "
             f"http://127.0.0.1:{port}/mcp did not answer: ConnectError: All connection "
             "attempts failed") in checked.stdout + checked.stderr
     assert "tok-99812" not in checked.stdout + checked.stderr  # nor in the line shown

@@ -6,8 +6,8 @@ beside it, as for a run. Its tool modules are the config's ``tool_modules`` (rel
 program's folder) followed by the ones given on the command line. The config's MCP servers
 (``{"mcp": ...}`` entries) are connected to and their tools listed, as at a run's start, so that
 a contract that disagrees with its server is reported where the tool is declared. Nothing is run
-except the modules' own import and the servers (no tool is called). A module is loaded once however many programs use it, and each of its
-problems is reported once.
+except the modules' own import and the servers (no tool is called). A module is loaded once
+however many programs use it, and each of its problems is reported once.
 """
 
 from __future__ import annotations
@@ -250,9 +250,7 @@ class HostCheck:
               manifests[i] if i < len(manifests) else None) for i, e in enumerate(entries)],
             parsed.tool_module_policy, dict(parsed.tool_contexts),
             tuple((name, self._entry_span(source, name)) for name in parsed.datasources),
-            bool(parsed.mcp_servers()), parsed,
-            {i: self._entry_span(source, server.url or (server.command or [""])[0])
-             for i, server in parsed.mcp_servers()})
+            bool(parsed.mcp_servers()), parsed, _mcp_spans(source, parsed))
         self._configs[key] = result
         return result
 
@@ -297,6 +295,19 @@ class HostCheck:
         if i < 0:
             return Span(source.path, 0, 0)
         return Span(source.path, i, i + len(needle))
+
+
+def _mcp_spans(source: SourceFile, parsed: Any) -> dict[int, Span]:
+    """Where each ``{"mcp": ...}`` entry of ``tool_modules`` is written: its n-th ``"mcp"``
+    key (the file's start when the text does not show them one by one)."""
+    import re
+
+    keys = [m.span() for m in re.finditer(r'"mcp"\s*:', source.text)]
+    servers = parsed.mcp_servers()
+    if len(keys) != len(servers):
+        return {i: Span(source.path, 0, 0) for i, _ in servers}
+    return {i: Span(source.path, start, start + len('"mcp"'))
+            for (i, _), (start, _) in zip(servers, keys)}
 
 
 def _line_start(text: str, line: int) -> int:
