@@ -283,6 +283,7 @@ def check_command(argv: Sequence[str], whole_process: bool = False) -> int:
 
     report = render(args.format, diagnostics, source_lookup(sources),
                     color=args.format == "text" and _use_color(args.color, sys.stderr))
+    report = host.redact(report)  # a config line shown may hold an MCP server's token
     if args.format == "text":
         sys.stderr.write(report)
     else:

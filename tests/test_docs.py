@@ -162,6 +162,8 @@ def _environment(extra: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k not in dropped and not k.startswith(("LUMA_", "DB_", "OPENAI_", "AZURE_",
                                                      "ANTHROPIC_", "GEMINI_"))}
+    # as a user with Luma's environment activated: `python` in a config is the one Luma runs on
+    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])
     env.update(extra)
     return env
 

@@ -152,7 +152,8 @@ def start(checked: CheckedFile, *, tool_modules: Iterable[str | os.PathLike[str]
     secrets = secrets if secrets is not None else SecretRedactor()
     register_startup_secrets(secrets, program, loaded_config, environ)  # before a module runs
     handlers, limits, bridges = _handlers(program, program_path, modules, loaded_config, tools)
-    served, offered, mcp_hosts = _mcp_handlers(program, loaded_config, program_path, handlers)
+    served, offered, mcp_hosts = _mcp_handlers(program, loaded_config, program_path, handlers,
+                                               environ, secrets)
     try:
         return _start_with_handlers(checked, program, program_path, loaded_config, handlers,
                                     served, offered, mcp_hosts, limits, bridges, environ,
@@ -319,7 +320,8 @@ def _handlers(program: Any, program_path: Path, modules: list[str], config: Any,
     return handlers, loaded.limits, dict(loaded.registry.datasources)
 
 
-def _mcp_handlers(program: Any, config: Any, program_path: Path, handled: dict[str, Any]
+def _mcp_handlers(program: Any, config: Any, program_path: Path, handled: dict[str, Any],
+                  environ: Mapping[str, str], secrets: SecretRedactor
                   ) -> tuple[dict[str, Any], list[str], list[Any]]:
     """The handlers of the config's MCP servers (``{"mcp": …}`` entries of ``tool_modules``)
     and the tool names they offer."""
@@ -327,7 +329,8 @@ def _mcp_handlers(program: Any, config: Any, program_path: Path, handled: dict[s
         return {}, [], []
     from luma.runtime.mcp_host import open_mcp_servers
 
-    return open_mcp_servers(program, config, str(program_path.resolve().parent), handled)
+    return open_mcp_servers(program, config, str(program_path.resolve().parent), handled,
+                            environ, secrets.redact)
 
 
 def _ask_setup(program: Any, config: Any, base_dir: str, secrets: SecretRedactor,

@@ -70,6 +70,8 @@ CODES: dict[str, str] = {
     "E054": "query or command rows that are not a schema or a list of one",
     "E055": "more than one SQL statement",
     "E056": "datasources config entry for an undeclared datasource",
+    # MCP servers behind contracts (checked when the config names them)
+    "E057": "tool contract that disagrees with its MCP server",
     # warnings
     "W001": "tool offered to a model without a description",
     "W002": "variable may be unassigned",

@@ -3,9 +3,11 @@ and can the config provide every context a tool ``needs``?
 
 A program's config is the one given (``luma check --config``) or else ``luma.config.json``
 beside it, as for a run. Its tool modules are the config's ``tool_modules`` (relative to the
-program's folder) followed by the ones given on the command line. Nothing is run except the
-modules' own import. A module is loaded once however many programs use it, and each of its
-problems is reported once.
+program's folder) followed by the ones given on the command line. The config's MCP servers
+(``{"mcp": ...}`` entries) are connected to and their tools listed, as at a run's start, so that
+a contract that disagrees with its server is reported where the tool is declared. Nothing is run
+except the modules' own import and the servers (no tool is called). A module is loaded once
+however many programs use it, and each of its problems is reported once.
 """
 
 from __future__ import annotations
@@ -43,18 +45,21 @@ class _Config(Record):
     """A config file that a run would accept."""
 
     __slots__ = __match_args__ = ("path", "entries", "policy", "contexts", "datasources",
-                                  "mcp_servers")
+                                  "mcp_servers", "parsed", "mcp_spans")
 
     def __init__(self, path: Path, entries: list[tuple[str, str, Span, Any]], policy: Any,
                  contexts: dict[str, dict[str, Any]],
                  datasources: tuple[tuple[str, Span], ...] = (),
-                 mcp_servers: bool = False) -> None:
+                 mcp_servers: bool = False, parsed: Any = None,
+                 mcp_spans: dict[int, Span] | None = None) -> None:
         self.path = path
         self.entries = entries  # (written, key, span, manifest) per tool module
         self.policy = policy  # its tool_module_policy
         self.contexts = contexts  # its tool_contexts: context → field → ContextField
         self.datasources = datasources  # its datasources entries, where written
         self.mcp_servers = mcp_servers  # it has {"mcp": ...} entries: tools a run finds on a server
+        self.parsed = parsed  # the validated config (LumaConfig)
+        self.mcp_spans = {} if mcp_spans is None else mcp_spans  # tool_modules index → entry
 
 
 class HostCheck(Record):
@@ -63,7 +68,8 @@ class HostCheck(Record):
     ``config``: the config of every program (``--config``); None: ``luma.config.json`` beside
     each program, if there is one."""
 
-    __slots__ = ("tool_modules", "config", "_modules", "_configs", "_reported", "_texts")
+    __slots__ = ("tool_modules", "config", "_modules", "_configs", "_reported", "_texts",
+                 "_secrets")
     __match_args__ = ("tool_modules", "config")
     __hash__ = None  # type: ignore[assignment]
 
@@ -74,6 +80,13 @@ class HostCheck(Record):
         self._configs: dict[Path, _Config | None] = {}  # None: broken
         self._reported: set[tuple[str, str, str, int]] = set()
         self._texts: dict[str, SourceFile] = {}
+        # SecretRedactor of the MCP servers' URLs and headers, once there are
+        self._secrets: Any = None
+
+    def redact(self, report: str) -> str:
+        """``report`` without the secrets of the MCP entries checked (a config line shown
+        under a diagnostic may hold a token)."""
+        return report if self._secrets is None else self._secrets.redact(report)
 
     def config_of(self, program_path: str | Path) -> Path | None:
         """The config file a run of the program would read, if any."""
@@ -89,20 +102,20 @@ class HostCheck(Record):
         project = Path(program_path).resolve().parent
         config_path = self.config_of(program_path)
         configured: list[_ConfigEntry] = []
-        served = False  # an MCP server may implement a tool no module has (checked at start)
+        config: _Config | None = None
         if config_path is not None:
             config = self._config(config_path, out)
             if config is None:
                 return out  # the config is broken (reported): which handlers exist is unknown
             out += _context_problems(program, config)
             out += _datasource_problems(program, config)
-            served = config.mcp_servers
             configured = [_ConfigEntry(written, project / written, key, span, manifest,
                                        config.policy)
                           for written, key, span, manifest in config.entries]
         wanted: list[tuple[Path, _ConfigEntry | None]] = [(e.path, e) for e in configured]
         wanted += [(Path(p), None) for p in self.tool_modules]
-        if not wanted:
+        served = config is not None and config.mcp_servers
+        if not wanted and not served:
             return out
         from luma.runtime.modules import ToolModuleError, ToolRegistry
 
@@ -123,18 +136,64 @@ class HostCheck(Record):
                 complete = False
                 self._report(out, "E041", exc.message, self._span_at(exc.path, exc.line),
                              hint="each tool name may be registered by one tool module only")
-        if not complete or served:
-            # A module that failed would make every one of its tools look unregistered; a tool
-            # no module has may be on an MCP server, which only a run starts.
+        known = {t.name for t in program.tools if t.name in registry}
+        offered: list[str] = []  # the MCP servers' tool names, for a did-you-mean
+        if served and complete:
+            assert config is not None
+            found = self._mcp(program, config, known, project, out)
+            if found is None:
+                complete = False
+            else:
+                known |= set(found.handlers)
+                offered = found.offered
+        if not complete:
+            # A module (or server) that failed would make every one of its tools look
+            # unregistered.
             return out
+        from luma.syntax.diagnostics import did_you_mean
+
         for tool in program.tools:
-            if tool.kind == "tool" and tool.name not in registry:
+            if tool.kind == "tool" and tool.name not in known:
+                hint = did_you_mean(tool.name, offered) if offered else None
                 out.append(Diagnostic(
                     "error", "E040", f"'{tool.name}' is not registered in the tool registry.",
                     tool.name_span,
-                    hint=f"define a function '{tool.name}' in a tool module, or add it to the "
-                         "module's luma_tools dict"))
+                    hint=hint or f"define a function '{tool.name}' in a tool module, or add it "
+                                 "to the module's luma_tools dict"))
         return out
+
+    def _mcp(self, program: ast.Program, config: _Config, handled: set[str], project: Path,
+             out: list[Diagnostic]) -> Any:
+        """Connect to the config's MCP servers, list their tools (calling none) and report
+        what a run's start would refuse: a server that does not answer (E041, at its entry),
+        a contract that disagrees with its server (E057, at the tool). The servers' tools, or
+        None when a server did not answer."""
+        import os
+
+        from luma.runtime.mcp_host import connect_mcp_servers, missing_extra
+        from luma.runtime.secrets import SecretRedactor, register_startup_secrets
+
+        spans = config.mcp_spans
+        missing = missing_extra()
+        if missing is not None:
+            self._report(out, "E041", missing, spans[min(spans)])
+            return None
+        secrets = self._secrets = self._secrets or SecretRedactor()
+        register_startup_secrets(secrets, None, config.parsed, os.environ)
+        found = connect_mcp_servers(program, config.parsed, str(project), handled, os.environ,
+                                    secrets.redact)
+        found.close()
+        spans_of = {t.name: t.name_span for t in program.tools}
+        answered = True
+        for problem in found.problems:
+            if problem.tool is None:
+                answered = False
+                self._report(out, "E041", problem.message, spans[problem.server])
+            else:
+                self._report(out, "E057", problem.message, spans_of[problem.tool],
+                             hint=f"its implementation is on {problem.label} "
+                                  f"(tool_modules[{problem.server}])")
+        return found if answered else None
 
     def _load(self, path: Path, entry: _ConfigEntry | None, project: Path,
               out: list[Diagnostic]) -> ToolModule | None:
@@ -209,7 +268,7 @@ class HostCheck(Record):
               manifests[i] if i < len(manifests) else None) for i, e in enumerate(entries)],
             parsed.tool_module_policy, dict(parsed.tool_contexts),
             tuple((name, self._entry_span(source, name)) for name in parsed.datasources),
-            bool(parsed.mcp_servers()))
+            bool(parsed.mcp_servers()), parsed, _mcp_spans(source, parsed))
         self._configs[key] = result
         return result
 
@@ -254,6 +313,19 @@ class HostCheck(Record):
         if i < 0:
             return Span(source.path, 0, 0)
         return Span(source.path, i, i + len(needle))
+
+
+def _mcp_spans(source: SourceFile, parsed: Any) -> dict[int, Span]:
+    """Where each ``{"mcp": ...}`` entry of ``tool_modules`` is written: its n-th ``"mcp"``
+    key (the file's start when the text does not show them one by one)."""
+    import re
+
+    keys = [m.span() for m in re.finditer(r'"mcp"\s*:', source.text)]
+    servers = parsed.mcp_servers()
+    if len(keys) != len(servers):
+        return {i: Span(source.path, 0, 0) for i, _ in servers}
+    return {i: Span(source.path, start, start + len('"mcp"'))
+            for (i, _), (start, _) in zip(servers, keys)}
 
 
 def _line_start(text: str, line: int) -> int:

@@ -53,13 +53,40 @@ class ToolModuleManifest(_Strict):
         return v
 
 
+class EnvReference(_Strict):
+    env: str
+
+
 class McpServer(_Strict):
     """An MCP server whose tools implement the program's tools: a ``command`` Luma starts
-    (stdio), with extra ``env``; ``names`` maps a program tool's name to the server's."""
+    (stdio), with extra ``env``, or the ``url`` of a server that runs on its own (Streamable
+    HTTP), with extra ``headers``; ``names`` maps a program tool's name to the server's."""
 
-    command: list[str] = Field(min_length=1)
+    command: list[str] | None = Field(default=None, min_length=1)
     env: dict[str, str] = Field(default_factory=dict)
+    url: str | None = None
+    headers: dict[str, str | EnvReference] = Field(default_factory=dict)
     names: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("url")
+    @classmethod
+    def _url_form(cls, v: str | None) -> str | None:
+        if v is not None and not (v.startswith(("http://", "https://")) and len(v) > 8):
+            raise ValueError("must be an http:// or https:// URL (the server's MCP endpoint)")
+        return v
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServer:
+        if (self.command is None) == (self.url is None):
+            raise ValueError('an MCP server needs either "command" (a server Luma starts) '
+                             'or "url" (a server that runs on its own), not both')
+        if self.url is not None and self.env:
+            raise ValueError('"env" is for a server Luma starts ("command"); a "url" server '
+                             'takes "headers"')
+        if self.command is not None and self.headers:
+            raise ValueError('"headers" are for a "url" server; a server Luma starts '
+                             '("command") takes "env"')
+        return self
 
 
 class McpToolModule(_Strict):
@@ -92,10 +119,6 @@ class ToolModulePolicy(_Strict):
 class ContextField(_Strict):
     env: str
     parse: Literal["string", "json", "number", "integer", "boolean"] = "string"
-
-
-class EnvReference(_Strict):
-    env: str
 
 
 class IdempotencyStoreConfig(_Strict):
@@ -167,6 +190,7 @@ _ALLOWED_KEYS: dict[str, tuple[str, ...]] = {
     "": tuple(LumaConfig.model_fields),
     "tool_modules[]": tuple(ToolModuleManifest.model_fields),
     "tool_modules[].mcp": tuple(McpServer.model_fields),
+    "tool_modules[].mcp.headers.*": tuple(EnvReference.model_fields),
     "tool_module_policy": tuple(ToolModulePolicy.model_fields),
     "idempotency_store": tuple(IdempotencyStoreConfig.model_fields),
     "idempotency_store.url": tuple(EnvReference.model_fields),
@@ -176,12 +200,16 @@ _ALLOWED_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
+# the union branch names pydantic adds to an error's location
+_BRANCHES = ("str", "ToolModuleManifest", "McpToolModule", "EnvReference")
+
+
 def _key_path(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("str", "ToolModuleManifest", "McpToolModule") or str(part).startswith(("literal[", "function-")):
+        elif part in _BRANCHES or str(part).startswith(("literal[", "function-")):
             continue  # union branch names pydantic adds to the location
         else:
             out += f".{part}" if out else str(part)
@@ -189,10 +217,12 @@ def _key_path(loc: tuple[Any, ...]) -> str:
 
 
 def _shape(loc: tuple[Any, ...]) -> str:
-    parts = [p for p in loc if p not in ("str", "ToolModuleManifest", "McpToolModule")]
+    parts = [p for p in loc if p not in _BRANCHES]
     if not parts:
         return ""
     if parts[0] == "tool_modules":
+        if len(parts) >= 5 and parts[2] == "mcp" and parts[3] == "headers":
+            return "tool_modules[].mcp.headers.*"
         return "tool_modules[].mcp" if len(parts) >= 3 and parts[2] == "mcp" else \
             "tool_modules[]"
     if parts[0] == "tool_contexts":
@@ -211,11 +241,26 @@ def _messages(error: ValidationError) -> list[str]:
     # For `str | Manifest` unions pydantic reports one error per branch; keep the manifest one.
     manifest_locs = {tuple(e["loc"][:2]) for e in errors
                      if len(e["loc"]) > 2 and e["loc"][2] == "ToolModuleManifest"}
+    # Likewise for a header's `str | {"env": ...}`: an object written there gets the object's.
+    header_objects = {tuple(e["loc"][:-1]) for e in errors
+                      if e["loc"][-1:] == ("str",) and isinstance(e.get("input"), dict)}
     for e in errors:
         loc = tuple(e["loc"])
         if len(loc) > 2 and loc[0] == "tool_modules" and loc[2] == "str" and loc[:2] in manifest_locs:
             continue
+        if loc[:-1] in header_objects and loc[-1] == "str":
+            continue
         path = _key_path(loc)
+        mcp = loc[:1] == ("tool_modules",) and "mcp" in loc
+        if mcp:  # a URL or a header there may hold a token, a secret: never shown
+            e = {k: v for k, v in e.items() if k != "input"}  # type: ignore[assignment]
+            if "headers" in loc and len(loc) > 5 and e["type"] in (
+                    "model_type", "dict_type", "string_type"):
+                msg = f'{path}: must be a string or {{"env": "NAME"}}'
+                if msg not in seen:
+                    seen.add(msg)
+                    out.append(msg)
+                continue
         if loc[:1] == ("datasources",):
             # what is written there may hold a URL, a secret: never shown
             e = {k: v for k, v in e.items() if k != "input"}  # type: ignore[assignment]
@@ -231,7 +276,7 @@ def _messages(error: ValidationError) -> list[str]:
             allowed = _ALLOWED_KEYS.get(_shape(loc[:-1]) if len(loc) > 1 else "", ())
             hint = did_you_mean(key, allowed) if allowed else None
             msg = f"{path}: unknown key" + (f"; {hint}" if hint else "")
-        elif loc[:1] == ("tool_modules",) and len(loc) >= 2 and e["type"] in (
+        elif loc[:1] == ("tool_modules",) and len(loc) >= 2 and not mcp and e["type"] in (
                 "model_type", "dict_type", "string_type"):
             msg = f"{path}: must be a path string or a manifest object with 'path'"
         elif e["type"] in ("model_type", "dict_type"):  # pydantic's words name our classes

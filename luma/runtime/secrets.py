@@ -202,10 +202,39 @@ def url_secrets(url: str) -> list[str]:
     return [s for s in out if s]
 
 
+def mcp_url_secrets(url: str) -> list[str]:
+    """What an MCP server's URL may carry that must never be shown: its user information and
+    the values of its query (a token such as ``?key=...``). The rest of the URL is shown."""
+    out: list[str] = []
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return [url]
+    if "@" in parts.netloc:
+        userinfo = parts.netloc.rpartition("@")[0]
+        out += [userinfo, unquote(userinfo)]
+        if parts.password:
+            out += [parts.password, unquote(parts.password)]
+    for piece in parts.query.split("&"):
+        value = piece.partition("=")[2] or piece
+        out += [value, unquote(value.replace("+", " "))]
+    if parts.fragment:
+        out.append(parts.fragment)
+    return [s for s in out if s]
+
+
+def mcp_header_values(server: Any, env: Mapping[str, str]) -> dict[str, str | None]:
+    """The headers of a ``url`` MCP server: each written value, or the value of the variable
+    its ``{"env": NAME}`` names (None when it is not set). Every one is a secret."""
+    return {name: value if isinstance(value, str) else env.get(value.env)
+            for name, value in server.headers.items()}
+
+
 def register_startup_secrets(redactor: SecretRedactor, program: Any, config: Any,
                              env: Mapping[str, str]) -> None:
     """Register every secret the program can use before anything runs: the value of each tool's
-    ``credential`` variable, each postgres datasource's URL and password, and the string values
+    ``credential`` variable, each postgres datasource's URL and password, each MCP server's
+    headers and the secrets of its URL, and the string values
     of every context in ``tool_contexts`` (the
     strings inside a ``json`` one too). API keys are registered by the ask engine, which knows
     the models. A value that is unset or does not parse is skipped here; the call that needs it
@@ -221,6 +250,13 @@ def register_startup_secrets(redactor: SecretRedactor, program: Any, config: Any
         url = env.get(source.url.env) if getattr(source, "url", None) is not None else None
         if url:  # a postgres URL and its password (DATA.md §4)
             redactor.add_all(url_secrets(url))
+    mcp_servers = getattr(config, "mcp_servers", None)
+    for _, server in (mcp_servers() if mcp_servers is not None else []):
+        if server.url is not None:  # its token, in the URL or in a header
+            redactor.add_all(mcp_url_secrets(server.url))
+            for value in mcp_header_values(server, env).values():
+                if value:  # "Bearer TOKEN": the token alone too
+                    redactor.add_all([value, value.partition(" ")[2].strip()])
     contexts = getattr(config, "tool_contexts", None) or {}
     for fields in contexts.values():
         for name, spec in fields.items():
