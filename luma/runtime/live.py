@@ -34,6 +34,10 @@ def shown(value: Any) -> str:
     return _cut(" ".join(text.split()))
 
 
+def _count(n: Any, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def _cut(text: str) -> str:
     return text if len(text) <= VALUE_CHARS else text[:VALUE_CHARS - 1] + "…"
 
@@ -70,14 +74,15 @@ def line(record: dict[str, Any]) -> str | None:
     if event == "ask.request":
         tools = record.get("tools") or []
         offered = f", tools {', '.join(tools)}" if tools else ""
-        return f"{where}: request ({record.get('messages')} messages{offered})"
+        return f"{where}: request ({_count(record.get('messages'), 'message')}{offered})"
     if event == "ask.response":
         outcome = record.get("outcome")
         if "tokens_in" not in record:
             return f"{where} -> {outcome} in {record.get('latency_ms')} ms"
         return (f"{where} -> {outcome} (finish {record.get('finish_reason')}, "
                 f"{record.get('tokens_in')} in / {record.get('tokens_out')} out tokens, "
-                f"{record.get('tool_calls')} tool calls) in {record.get('latency_ms')} ms")
+                f"{_count(record.get('tool_calls'), 'tool call')}) in "
+                f"{record.get('latency_ms')} ms")
     if event == "ask.tool_result":
         return (f"{where} <- tool {record.get('tool')} result: {record.get('outcome')} "
                 f"({record.get('chars')} chars)")
