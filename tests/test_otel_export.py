@@ -103,7 +103,8 @@ def _attributes(pairs: Any) -> dict[str, Any]:
     for kv in pairs:
         kind = kv.value.WhichOneof("value")
         if kind == "array_value":
-            values[kv.key] = [getattr(v, v.WhichOneof("value")) for v in kv.value.array_value.values]
+            items = kv.value.array_value.values
+            values[kv.key] = [getattr(v, v.WhichOneof("value")) for v in items]
         else:
             values[kv.key] = getattr(kv.value, kind)
     return values

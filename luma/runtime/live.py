@@ -143,13 +143,13 @@ class LiveView:
         elif event == "ask.response":
             self.models.pop(_model_key(record), None)
         elif event == "tool.start":
-            text = line(record) or ""
-            self.tools.setdefault(_tool_key(record), []).append(text.strip())
+            running = (line(record) or "").strip()
+            self.tools.setdefault(_tool_key(record), []).append(running)
         elif event == "tool.call":
-            running = self.tools.get(_tool_key(record))
-            if running:
-                running.pop(0)
-                if not running:
+            calls = self.tools.get(_tool_key(record))
+            if calls:
+                calls.pop(0)
+                if not calls:
                     del self.tools[_tool_key(record)]
         text = line(record) if event != "tool.start" else None
         if text is not None:

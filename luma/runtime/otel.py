@@ -233,7 +233,7 @@ def export_from_environment(env: Mapping[str, str], warn: Callable[[str], None],
     attributes = {} if env.get("OTEL_SERVICE_NAME", "").strip() else {SERVICE_NAME: "luma"}
     provider = TracerProvider(resource=Resource.create(attributes), shutdown_on_exit=False)
     exporter = _WarnOnce(OTLPSpanExporter(), _shown(endpoint), warn)
-    processor = BatchSpanProcessor(exporter)
+    processor = BatchSpanProcessor(exporter)  # type: ignore[arg-type]
     provider.add_span_processor(processor)
     trace.set_tracer_provider(provider)
     return Export(processor, exporter)
