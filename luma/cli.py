@@ -42,6 +42,8 @@ _ENVIRONMENT = """environment:
   LUMA_IDEMPOTENCY_KEY   the key of an encrypted idempotency store
   LUMA_DEBUG             set to 1 to see the traceback of an internal error
   NO_COLOR               set to turn colour off (like --color never)
+  OTEL_EXPORTER_OTLP_ENDPOINT  send OpenTelemetry spans there (pip install 'luma[otel]')
+  OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT  true: prompts and tool values on spans
 """
 
 _NAMES = ("check", "run", "export", "batch", "fmt", "init", "lsp", "mcp", "test", "eval",
