@@ -210,3 +210,28 @@ def test_the_offline_model_names_no_response_model(spans: Any) -> None:
         program.run_sync("Desk", text="a b")
     chats = [s for s in spans.get_finished_spans() if s.name.startswith("chat ")]
     assert chats and all("gen_ai.response.model" not in c.attributes for c in chats)
+
+
+def test_content_only_with_the_opt_in_and_never_a_secret(spans: Any,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    with load() as program:
+        program.run_sync("Desk", text="words and sk-otel-secret-0123456789")
+        with pytest.raises(luma.RunError):
+            program.call_sync("Desk", "fail", text="x")
+    finished = spans.get_finished_spans()
+    chat = next(s for s in finished if s.name == "chat Offline")
+    import json
+
+    messages = json.loads(chat.attributes["gen_ai.input.messages"])
+    assert messages[-1]["parts"] == [{"type": "text",
+                                      "content": "Count the words of: words and [secret]"}]
+    tool = next(s for s in finished if s.name == "execute_tool count_words")
+    assert json.loads(tool.attributes["gen_ai.tool.call.arguments"]) == {
+        "text": "words and [secret]"}
+    assert json.loads(tool.attributes["gen_ai.tool.call.result"]) == {"words": 3}
+    broken = next(s for s in finished if s.name == "execute_tool broken")
+    assert "gen_ai.tool.call.result" not in broken.attributes  # it failed: no result
+    for span in finished:
+        for value in span.attributes.values():
+            assert "sk-otel-secret-0123456789" not in str(value)

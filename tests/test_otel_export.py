@@ -6,7 +6,10 @@ endpoint that does not answer costs a bounded wait and one warning, never the ru
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -256,3 +259,20 @@ def test_without_the_endpoint_nothing_of_opentelemetry_is_imported(tmp_path: Pat
     r = luma(str(tmp_path / "probe.luma"), "--tool-module", str(tmp_path / "probe_tools.py"))
     assert r.code == 0, r.stderr
     assert json.loads(r.stdout) == {"modules": []}
+
+
+def test_without_the_sdk_the_endpoint_is_one_warning_naming_the_extra(
+        program: tuple[str, str]) -> None:
+    source, tools = program
+    # a Python where the SDK cannot be imported, as without luma[otel]
+    code = ("import sys; sys.modules['opentelemetry.sdk'] = None; "
+            "sys.modules['opentelemetry.exporter'] = None; from luma.cli import main; "
+            f"sys.exit(main([{source!r}, '--tool-module', {tools!r}, '--arg', 'text=a b']))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "DESK_TOKEN": SECRET,
+                               "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == "value"
+    assert done.stderr == ("warning: OTEL_EXPORTER_OTLP_ENDPOINT is set but the OpenTelemetry "
+                           "SDK or its OTLP/HTTP exporter is not installed; no spans are sent "
+                           "(pip install 'luma[otel]')\n")

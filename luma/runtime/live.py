@@ -10,19 +10,31 @@ display is up)."""
 from __future__ import annotations
 
 import json
+import threading
 from typing import IO, Any
 
 VALUE_CHARS = 120
 """How much of an argument or a result a line shows."""
 
 
+_showing: list[LiveView] = []  # the one live display of the process, while it is up
+_showing_lock = threading.Lock()
+
+
 def view_for(stream: IO[str]) -> Any:
-    """The live display on a terminal, plain lines elsewhere."""
+    """The live display on a terminal, plain lines elsewhere — and for a run that starts while
+    another run's display is up (one terminal holds one display)."""
     try:
         terminal = stream.isatty()
     except (AttributeError, ValueError, OSError):
         terminal = False
-    return LiveView(stream) if terminal else PlainView(stream)
+    if terminal:
+        with _showing_lock:
+            if not _showing:
+                view = LiveView(stream)
+                _showing.append(view)
+                return view
+    return PlainView(stream)
 
 
 def shown(value: Any) -> str:
@@ -164,6 +176,9 @@ class LiveView:
         if not self._stopped:
             self._stopped = True
             self._live.stop()
+            with _showing_lock:
+                if self in _showing:
+                    _showing.remove(self)
 
     def _print(self, text: str) -> None:
         from rich.text import Text
