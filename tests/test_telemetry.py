@@ -40,3 +40,17 @@ def test_a_10k_call_loop_keeps_a_bounded_history_and_traces_every_event(tmp_path
     assert sum(1 for line in lines if json.loads(line)["event"] == "tool.call") == CALLS
     assert sum(1 for line in lines if json.loads(line)["event"] == "tool.start") == CALLS
     assert rt.stderr.getvalue().count("warning[SOFT_RULE]") == CALLS - 1
+
+
+def test_a_run_nobody_watches_emits_no_start_events_and_keeps_no_values() -> None:
+    rt = runtime(program(PROGRAM), {"count": lambda input: {"n": 0}})
+
+    async def loop() -> None:
+        ctx = context(rt)
+        for i in range(100):
+            await rt.pipeline.call("count", {"n": i}, ctx)
+
+    asyncio.run(loop())
+    assert rt.telemetry.emitted == 100  # one tool.call a call, nothing more
+    assert all(e["event"] == "tool.call" and "input" not in e and "result" not in e
+               for e in rt.telemetry.events)

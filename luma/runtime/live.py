@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from typing import IO, Any
 
 VALUE_CHARS = 120
@@ -21,7 +22,7 @@ _showing: list[LiveView] = []  # the one live display of the process, while it i
 _showing_lock = threading.Lock()
 
 
-def view_for(stream: IO[str]) -> Any:
+def view_for(stream: IO[str], redact: Callable[[str], str] = str) -> Any:
     """The live display on a terminal, plain lines elsewhere — and for a run that starts while
     another run's display is up (one terminal holds one display)."""
     try:
@@ -31,10 +32,10 @@ def view_for(stream: IO[str]) -> Any:
     if terminal:
         with _showing_lock:
             if not _showing:
-                view = LiveView(stream)
+                view = LiveView(stream, redact=redact)
                 _showing.append(view)
                 return view
-    return PlainView(stream)
+    return PlainView(stream, redact)
 
 
 def shown(value: Any) -> str:
@@ -110,13 +111,14 @@ class PlainView:
 
     live = False
 
-    def __init__(self, stream: IO[str]) -> None:
+    def __init__(self, stream: IO[str], redact: Callable[[str], str] = str) -> None:
         self.stream = stream
+        self.redact = redact  # a second line of defence: the events come redacted
 
     def event(self, record: dict[str, Any]) -> None:
         text = line(record)
         if text is not None:
-            self.stream.write(text + "\n")
+            self.stream.write(self.redact(text) + "\n")
 
     def write(self, text: str) -> None:
         self.stream.write(text)
@@ -132,11 +134,13 @@ class LiveView:
 
     live = True
 
-    def __init__(self, stream: IO[str], console: Any = None) -> None:
+    def __init__(self, stream: IO[str], console: Any = None,
+                 redact: Callable[[str], str] = str) -> None:
         from rich.console import Console
         from rich.live import Live
 
         self.console = console if console is not None else Console(file=stream, highlight=False)
+        self.redact = redact
         self.method: str | None = None
         self.models: dict[tuple[Any, ...], str] = {}
         self.tools: dict[tuple[Any, ...], list[str]] = {}
@@ -183,7 +187,7 @@ class LiveView:
     def _print(self, text: str) -> None:
         from rich.text import Text
 
-        self.console.print(Text(text), soft_wrap=True)
+        self.console.print(Text(self.redact(text)), soft_wrap=True)
 
     def _refresh(self) -> None:
         if not self._stopped:
@@ -199,7 +203,7 @@ class LiveView:
             out.append(f"\n  ⋯ {text}", style="cyan")
         for running in self.tools.values():
             for text in running:
-                out.append(f"\n  ⋯ {text}", style="yellow")
+                out.append(f"\n  ⋯ {self.redact(text)}", style="yellow")
         return out
 
 

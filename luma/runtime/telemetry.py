@@ -74,7 +74,7 @@ class Telemetry:
         if view is None and self.verbose:
             from luma.runtime.live import view_for
 
-            view = view_for(self.stderr)
+            view = view_for(self.stderr, self.redactor.redact)
         self.view = view
         # someone watches the run as it goes: tool calls also emit a tool.start event
         self.watching = self.verbose or shared is not None
