@@ -20,6 +20,7 @@ import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from luma.version import __version__
 
@@ -211,6 +212,10 @@ def export_from_environment(env: Mapping[str, str], warn: Callable[[str], None],
     if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true" or \
             env.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "none":
         return None
+    try:
+        secret(urlsplit(endpoint).password or "")  # a password in the URL, too
+    except ValueError:
+        pass
     for variable in _HEADER_VARIABLES:  # an exporter's headers carry API keys
         for pair in env.get(variable, "").split(","):
             value = pair.partition("=")[2].strip()
@@ -232,7 +237,13 @@ def export_from_environment(env: Mapping[str, str], warn: Callable[[str], None],
     _quiet_exporter_logs()
     attributes = {} if env.get("OTEL_SERVICE_NAME", "").strip() else {SERVICE_NAME: "luma"}
     provider = TracerProvider(resource=Resource.create(attributes), shutdown_on_exit=False)
-    exporter = _WarnOnce(OTLPSpanExporter(), _shown(endpoint), warn)
+    try:
+        otlp = OTLPSpanExporter()
+    except Exception as exc:  # a value the exporter cannot use: the run goes on without it
+        warn(f"warning: cannot send OpenTelemetry spans to {_shown(endpoint)}: {exc}; no spans "
+             "are sent")
+        return None
+    exporter = _WarnOnce(otlp, _shown(endpoint), warn)
     processor = BatchSpanProcessor(exporter)  # type: ignore[arg-type]
     provider.add_span_processor(processor)
     trace.set_tracer_provider(provider)
@@ -241,7 +252,7 @@ def export_from_environment(env: Mapping[str, str], warn: Callable[[str], None],
 
 def _shown(endpoint: str) -> str:
     """The endpoint as a warning names it: without a user, a password or a query."""
-    from urllib.parse import urlsplit, urlunsplit
+    from urllib.parse import urlunsplit
 
     try:
         parts = urlsplit(endpoint.strip())
