@@ -197,7 +197,7 @@ def test_a_slow_statement_ends_at_its_timeout_on_the_server(
     assert result.code == 1, result.stderr
     assert errors(result.stderr).startswith(
         f"error[TOOL_TIMEOUT]: Tool '{name}' timed out after 200 ms.\n"), result.stderr
-    assert elapsed < 3, elapsed  # the command itself (Python start-up included)
+    assert elapsed < 8, elapsed  # not pg_sleep's 10 s (Python start-up included)
     deadline = time.monotonic() + 2
     while _sleeping(admin) and time.monotonic() < deadline:
         time.sleep(0.05)

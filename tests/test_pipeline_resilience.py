@@ -170,7 +170,7 @@ tool slow(url: string) -> HttpResult {
     rt = runtime(prog, {"slow": slow})
     started = time.monotonic()
     err = call_error(rt, "slow", {"url": "u"})
-    assert time.monotonic() - started < 0.5
+    assert time.monotonic() - started < 1.5  # not the handler's 2 s
     assert err.message == "Tool 'slow' timed out after 50 ms."
     assert runs == ["luma-tool-slow"]  # it ran in a worker thread
     assert finished.wait(2)

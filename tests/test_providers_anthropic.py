@@ -239,13 +239,13 @@ def test_malformed_body_is_a_bad_response():
 
 def test_timeout_is_model_timeout():
     with anthropic_fake.server() as server:
-        server.reply(message([text("late")]), delay=1.5)
+        server.reply(message([text("late")]), delay=4)
         p = provider(server, timeout_ms=250)
         start = time.monotonic()
         with pytest.raises(LumaError) as info:
             turn(p, ChatRequest(p.settings, (user("x"),)))
     assert info.value.code == "MODEL_TIMEOUT"
-    assert time.monotonic() - start < 1.4
+    assert time.monotonic() - start < 3  # not the server's 4 s
 
 
 def test_sampling_settings_are_sent():

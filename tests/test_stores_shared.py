@@ -249,7 +249,7 @@ def test_a_failed_call_stores_nothing_and_releases_its_claim(server: Server) -> 
     assert "r-1" not in server.raw()
     began = time.monotonic()
     assert run(server.open(), "r-1", {"n": 1}, wait_timeout_ms=5000).replayed is False
-    assert time.monotonic() - began < 1  # no lease to wait for
+    assert time.monotonic() - began < 4  # no lease to wait for (not the 5 s wait)
 
 
 def test_a_waiter_gets_the_holders_result(server: Server) -> None:

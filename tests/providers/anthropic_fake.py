@@ -87,6 +87,7 @@ def _check_messages(messages: Any) -> None:
 
 
 def server() -> FakeServer:
+    sdk_types.preload("anthropic")
     return FakeServer(validate)
 
 

@@ -193,6 +193,7 @@ def _check_contents(contents: Any) -> None:
 
 
 def server(model: str = "m-1") -> FakeServer:
+    sdk_types.preload("gemini")
     return FakeServer(lambda req: validate(req, model))
 
 

@@ -61,7 +61,7 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
 def settings(provider: str, base_url: str, **overrides: Any) -> ModelSettings:
     values: dict[str, Any] = {"name": "Main", "provider": provider, "model": "m-1",
-                              "base_url": base_url, "max_retries": 2, "timeout_ms": 5000}
+                              "base_url": base_url, "max_retries": 2, "timeout_ms": 30000}
     values.update(overrides)
     return ModelSettings(**values)
 

@@ -185,6 +185,7 @@ def _check_messages(messages: Any) -> None:
 
 
 def server(*, azure: bool = False, deployment: str = "") -> FakeServer:
+    sdk_types.preload("openai")
     return FakeServer(lambda req: validate(req, azure=azure, deployment=deployment))
 
 

@@ -11,6 +11,7 @@ model.
 from __future__ import annotations
 
 import collections.abc
+import functools
 import types
 import typing
 from typing import Any, Literal, NotRequired, Required, Union, get_args, get_origin
@@ -181,20 +182,36 @@ def anthropic_problems(body: Any) -> list[str]:
     return problems
 
 
-def gemini_problems(body: Any) -> list[str]:
-    """The generateContent body: each part validated by google-genai's pydantic model."""
+@functools.cache
+def _gemini_adapters() -> dict[str, Any]:
     import pydantic
     from google.genai import types as g
 
-    if not isinstance(body, dict):
-        return ["body: expected an object"]
-    parts: dict[str, Any] = {
+    return {
         "contents": pydantic.TypeAdapter(list[g.Content]),
         "systemInstruction": pydantic.TypeAdapter(g.Content),
         "tools": pydantic.TypeAdapter(list[g.Tool]),
         "toolConfig": pydantic.TypeAdapter(g.ToolConfig),
         "generationConfig": pydantic.TypeAdapter(g.GenerationConfig),
     }
+
+
+def preload(provider: str) -> None:
+    """Import (and build) a provider's SDK types now, when a fake server starts, not inside the
+    first request a client under test times."""
+    if provider == "gemini":
+        _gemini_adapters()
+    elif provider == "anthropic":
+        from anthropic.types import message_create_params  # noqa: F401
+    else:
+        from openai.types.chat import completion_create_params  # noqa: F401
+
+
+def gemini_problems(body: Any) -> list[str]:
+    """The generateContent body: each part validated by google-genai's pydantic model."""
+    if not isinstance(body, dict):
+        return ["body: expected an object"]
+    parts = _gemini_adapters()
     problems = [f"body: unknown key '{k}'" for k in body if k not in parts]
     if "contents" not in body:
         problems.append("body: missing required key 'contents'")
