@@ -48,6 +48,8 @@ _ENVIRONMENT = """environment:
   LUMA_IDEMPOTENCY_KEY   the key of an encrypted idempotency store
   LUMA_DEBUG             set to 1 to see the traceback of an internal error
   NO_COLOR               set to turn colour off (like --color never)
+  OTEL_EXPORTER_OTLP_ENDPOINT  send OpenTelemetry spans there (pip install 'luma[otel]')
+  OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT  true: prompts and tool values on spans
 """
 
 _NAMES = ("check", "run", "export", "batch", "fmt", "init", "lsp", "mcp", "test", "eval",
@@ -341,6 +343,8 @@ def _run_parser(prog: str) -> _Parser:
                                               "parses); repeatable")
     parser.add_argument("--model", metavar="NAME", help="default model for this run")
     parser.add_argument("--trace", metavar="FILE", help="write telemetry events as JSON Lines")
+    parser.add_argument("--trace-no-values", action="store_true",
+                        help="leave tool arguments and results out of the trace")
     replay = parser.add_mutually_exclusive_group()
     replay.add_argument("--record", metavar="FILE", help="record provider traffic to FILE")
     replay.add_argument("--replay", metavar="FILE", help="replay provider traffic from FILE")
@@ -409,7 +413,8 @@ def run_program(checked: Any, args: argparse.Namespace, whole_process: bool = Fa
     options = RunOptions(
         tool_modules=list(args.tool_module), config_path=args.config, agent=args.agent,
         fn=args.fn, input=args.input, args=list(args.arg), model=args.model, trace=args.trace,
-        record=args.record, replay=args.replay, verbose=args.verbose)
+        record=args.record, replay=args.replay, verbose=args.verbose,
+        trace_values=not args.trace_no_values)
     if args.generate_tool_types:
         return _generate_tool_types(checked, args.generate_tool_types, options)
     return run_checked(checked, options, whole_process=whole_process)

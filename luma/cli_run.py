@@ -40,6 +40,7 @@ class RunOptions:
     record: str | None = None
     replay: str | None = None
     verbose: bool = False
+    trace_values: bool = True                     # --trace-no-values: False
 
 
 def run_checked(checked: CheckedFile, options: RunOptions, *, stdout: IO[str] | None = None,
@@ -82,11 +83,14 @@ def _run_checked(checked: CheckedFile, options: RunOptions, out: IO[str], err: I
         except StartError as exc:
             _write_start_error(exc, err)
             return EXIT_START
+        export = _export_spans(err, secrets)  # after the tool modules: one may set up OTel
         try:
             runtime = program.new_runtime()
             program.check_api_keys(runtime, target.agent, target.fn)
         except StartError as exc:
             program.close()
+            if export is not None:
+                export.close()
             _write_start_error(exc, err)
             return EXIT_START
         session = RunLoop(runtime, err)
@@ -99,6 +103,8 @@ def _run_checked(checked: CheckedFile, options: RunOptions, out: IO[str], err: I
             finally:
                 runtime.telemetry.close()
                 program.close()
+                if export is not None:
+                    export.close()  # the last spans, in bounded time
         report_abandoned(abandoned, err)
     if abandoned and whole_process:
         _exit_now(code, out, err)
@@ -148,6 +154,24 @@ def _run_and_print(session: Any, program: Program, runtime: Any, target: Target,
     return EXIT_OK
 
 
+def _export_spans(err: IO[str], secrets: SecretRedactor) -> Any:
+    """OpenTelemetry spans sent by OTLP/HTTP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set
+    (RUNTIME.md §7); None otherwise."""
+    if not (os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+            or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
+        return None
+    from luma.runtime.otel import export_from_environment
+
+    def warn(text: str) -> None:
+        try:
+            err.write(text + "\n")
+            err.flush()
+        except (OSError, ValueError):
+            pass
+
+    return export_from_environment(os.environ, warn, secrets.add)
+
+
 def _write_start_error(exc: StartError, err: IO[str]) -> None:
     prefix = f"error[{exc.code}]" if exc.code else "error"
     for line in exc.lines:
@@ -186,7 +210,7 @@ def start_program(checked: CheckedFile, options: RunOptions, stderr: IO[str],
     program = start(checked, tool_modules=options.tool_modules, config=options.config_path,
                     model=options.model, trace=options.trace, record=options.record,
                     replay=options.replay, stderr=stderr, verbose=options.verbose,
-                    secrets=secrets,
+                    secrets=secrets, trace_values=options.trace_values,
                     before_open=lambda: chosen.append(choose_target(checked, options)))
     return program, chosen[0]
 

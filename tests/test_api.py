@@ -338,8 +338,10 @@ def test_a_trace_collects_the_events_of_every_run(tmp_path: Path) -> None:
         program.run_sync("Triage", text="a")
         program.run_sync("Triage", text="a b")
     events = [json.loads(line) for line in trace.read_text().splitlines()]
-    assert [e["event"] for e in events] == ["agent.call", "tool.call", "tool.call"] * 2
-    assert [e["cache"] for e in events if e.get("tool") == "count_words"] == ["miss", "miss"]
+    assert [e["event"] for e in events] == ["agent.call", "tool.start", "tool.call",
+                                            "tool.start", "tool.call"] * 2
+    assert [e["cache"] for e in events if e["event"] == "tool.call"
+            and e["tool"] == "count_words"] == ["miss", "miss"]
 
 
 def test_a_trace_that_would_replace_a_file_luma_did_not_write_stops_the_load(

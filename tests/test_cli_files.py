@@ -125,7 +125,7 @@ def test_a_trace_is_rewritten_by_the_next_run(project: Path) -> None:
         r = luma("prog.luma", "--tool-module", "tools.py", "--trace", "t.jsonl", cwd=project)
         assert r.code == 0, r.stderr
     events = [json.loads(line) for line in (project / "t.jsonl").read_text().splitlines()]
-    assert [e["event"] for e in events] == ["tool.call"]
+    assert [e["event"] for e in events] == ["tool.start", "tool.call"]  # one run's
 
 
 def test_a_recording_refuses_a_file_that_is_not_a_recording(project: Path) -> None:

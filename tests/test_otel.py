@@ -139,3 +139,99 @@ def test_without_opentelemetry_imported_nothing_is_imported() -> None:
                           cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 0, done.stderr
     assert done.stdout == "2 words\n[]\n"
+
+
+# ------------------------------------------- the model that answered, from recorded responses
+def _recorded_chat(tmp_path: Path, spans: Any, provider: str, model: str, env: dict[str, str],
+                   server: Any, base: str) -> Any:
+    from test_providers_recorded import run_ask
+
+    rec = _recording(provider)
+    with serve(server, rec) as running:
+        run_ask(tmp_path, running, model, "string", env=env, base_url=running.base_url + base)
+    (chat,) = [s for s in spans.get_finished_spans() if s.name.startswith("chat ")]
+    return rec, chat
+
+
+def _recording(provider: str) -> Any:
+    from providers.replay import load as load_recording
+
+    return load_recording(provider, "plain_answer")
+
+
+def serve(server: Any, rec: Any) -> Any:
+    from providers.replay import serve as serve_recording
+
+    return serve_recording(server, rec)
+
+
+def test_openai_chat_span_names_the_model_that_answered(tmp_path: Path, spans: Any) -> None:
+    from providers import openai_fake
+
+    rec, chat = _recorded_chat(tmp_path, spans, "openai", "GPT",
+                               {"OPENAI_API_KEY": openai_fake.KEY}, openai_fake.server(), "/v1")
+    assert chat.name == "chat gpt-4o"
+    assert chat.attributes["gen_ai.provider.name"] == "openai"
+    assert chat.attributes["gen_ai.request.model"] == "gpt-4o"
+    assert chat.attributes["gen_ai.response.model"] == rec.response["model"] == \
+        "o3-mini-2025-01-31"
+    assert chat.attributes["gen_ai.usage.input_tokens"] == 11
+    assert chat.attributes["gen_ai.response.finish_reasons"] == ("stop",)
+
+
+def test_anthropic_chat_span_names_the_model_that_answered(tmp_path: Path, spans: Any) -> None:
+    from providers import anthropic_fake
+
+    rec, chat = _recorded_chat(tmp_path, spans, "anthropic", "Claude",
+                               {"ANTHROPIC_API_KEY": anthropic_fake.KEY},
+                               anthropic_fake.server(), "")
+    assert chat.attributes["gen_ai.provider.name"] == "anthropic"
+    assert chat.attributes["gen_ai.request.model"] == "claude-sonnet-4-5"
+    assert chat.attributes["gen_ai.response.model"] == rec.response["model"] == \
+        "claude-3-opus-20240229"
+
+
+def test_gemini_chat_span_names_the_model_version_that_answered(tmp_path: Path,
+                                                                spans: Any) -> None:
+    from providers import gemini_fake
+    from test_providers_recorded import GEMINI_ENV, gemini_server
+
+    rec, chat = _recorded_chat(tmp_path, spans, "gemini", "Gemini", GEMINI_ENV,
+                               gemini_server(), "")
+    assert gemini_fake.KEY == GEMINI_ENV["GEMINI_API_KEY"]
+    assert chat.attributes["gen_ai.provider.name"] == "gcp.gemini"
+    assert chat.attributes["gen_ai.request.model"] == "gemini-2.5-flash"
+    assert chat.attributes["gen_ai.response.model"] == rec.response["modelVersion"] == \
+        "gemini-2.5-flash"
+
+
+def test_the_offline_model_names_no_response_model(spans: Any) -> None:
+    with load() as program:
+        program.run_sync("Desk", text="a b")
+    chats = [s for s in spans.get_finished_spans() if s.name.startswith("chat ")]
+    assert chats and all("gen_ai.response.model" not in c.attributes for c in chats)
+
+
+def test_content_only_with_the_opt_in_and_never_a_secret(spans: Any,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    with load() as program:
+        program.run_sync("Desk", text="words and sk-otel-secret-0123456789")
+        with pytest.raises(luma.RunError):
+            program.call_sync("Desk", "fail", text="x")
+    finished = spans.get_finished_spans()
+    chat = next(s for s in finished if s.name == "chat Offline")
+    import json
+
+    messages = json.loads(chat.attributes["gen_ai.input.messages"])
+    assert messages[-1]["parts"] == [{"type": "text",
+                                      "content": "Count the words of: words and [secret]"}]
+    tool = next(s for s in finished if s.name == "execute_tool count_words")
+    assert json.loads(tool.attributes["gen_ai.tool.call.arguments"]) == {
+        "text": "words and [secret]"}
+    assert json.loads(tool.attributes["gen_ai.tool.call.result"]) == {"words": 3}
+    broken = next(s for s in finished if s.name == "execute_tool broken")
+    assert "gen_ai.tool.call.result" not in broken.attributes  # it failed: no result
+    for span in finished:
+        for value in span.attributes.values():
+            assert "sk-otel-secret-0123456789" not in str(value)

@@ -422,5 +422,7 @@ def test_trace_file_gets_the_event(handlers, tmp_path):
     rt.telemetry.close()
     import json
 
-    (line,) = trace.read_text().splitlines()
-    assert json.loads(line)["outcome"] == "ok"
+    start, end = (json.loads(line) for line in trace.read_text().splitlines())
+    assert start["event"] == "tool.start" and start["input"] == CALC
+    assert end["event"] == "tool.call" and end["outcome"] == "ok"
+    assert end["input"] == CALC and end["result"] == {"result": 5.0}

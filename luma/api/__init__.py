@@ -116,7 +116,7 @@ def start(checked: CheckedFile, *, tool_modules: Iterable[str | os.PathLike[str]
           replay: str | os.PathLike[str] | None = None,
           env: Mapping[str, str] | None = None, approve: ApproveCallback | None = None,
           stderr: IO[str] | None = None, verbose: bool = False,
-          secrets: SecretRedactor | None = None,
+          secrets: SecretRedactor | None = None, trace_values: bool = True,
           before_open: Callable[[], None] | None = None,
           interactive: bool | None = None, script: list[Any] | None = None,
           stand_in: Callable[[str], Callable[..., Any]] | None = None) -> Program:
@@ -160,6 +160,7 @@ def start(checked: CheckedFile, *, tool_modules: Iterable[str | os.PathLike[str]
                                     secrets, trace_path, record_path, replay_path,
                                     before_open=before_open, model=model, env=env,
                                     approve=approve, stderr=stderr, verbose=verbose,
+                                    trace_values=trace_values,
                                     interactive=interactive, script=script,
                                     stand_in=stand_in)
     except BaseException:
@@ -177,7 +178,7 @@ def _start_with_handlers(checked: CheckedFile, program: Any, program_path: Path,
                          model: str | None, env: Mapping[str, str] | None,
                          approve: ApproveCallback | None, stderr: IO[str] | None,
                          verbose: bool, interactive: bool | None,
-                         script: list[Any] | None,
+                         script: list[Any] | None, trace_values: bool = True,
                          stand_in: Callable[[str], Callable[..., Any]] | None) -> Program:
     from luma.runtime.shared import SharedState
 
@@ -204,7 +205,7 @@ def _start_with_handlers(checked: CheckedFile, program: Any, program_path: Path,
         from luma.runtime.telemetry import SharedTrace
 
         try:
-            shared_trace = SharedTrace(trace_path)
+            shared_trace = SharedTrace(trace_path, values=trace_values)
         except OSError as exc:
             raise StartError([f"cannot write the trace file {trace_path}: "
                               f"{exc.strerror or exc}"]) from None

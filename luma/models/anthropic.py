@@ -254,7 +254,8 @@ class AnthropicProvider:
         return ChatResponse(content=content, tool_calls=tuple(calls),
                             finish_reason=stop if isinstance(stop, str) else None,
                             usage=_usage(body.get("usage")),
-                            truncated=TRUNCATED_STOPS.get(stop) if isinstance(stop, str) else None)
+                            truncated=TRUNCATED_STOPS.get(stop) if isinstance(stop, str) else None,
+                            model=_text(body.get("model")))
 
 
 def _refusal_reason(details: Any) -> str:
@@ -356,3 +357,7 @@ def _usage(raw: Any) -> Usage:
     total_in = as_int(raw.get("input_tokens")) + as_int(read) + created
     return Usage(input_tokens=total_in, output_tokens=as_int(raw.get("output_tokens")),
                  cached_tokens=read if isinstance(read, int) else None)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None

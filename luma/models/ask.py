@@ -375,8 +375,12 @@ class _Flow:
         if tracer is not None:
             from luma.runtime import otel
 
-            span = otel.start_chat_span(tracer, self.settings.name, self.settings.provider,
-                                        self.settings.model or self.settings.name)
+            content = self.runtime.capture_content
+            span = otel.start_chat_span(
+                tracer, self.settings.name, self.settings.provider,
+                self.settings.model or self.settings.name,
+                otel.input_messages(request.messages, self.runtime.secrets.redact)
+                if content else None)
         try:
             response = await self.provider.complete(request)
         except LumaError as err:
@@ -395,7 +399,9 @@ class _Flow:
         if span is not None:
             otel.end_chat_span(span, finish_reason=response.finish_reason,
                                input_tokens=usage.input_tokens,
-                               output_tokens=usage.output_tokens, response_model=None)
+                               output_tokens=usage.output_tokens, response_model=response.model,
+                               output=otel.output_messages(response, self.runtime.secrets.redact)
+                               if content else None)
         telemetry.emit("ask.response", **common, tokens_in=usage.input_tokens,
                        tokens_out=usage.output_tokens, cached_tokens=usage.cached_tokens,
                        reasoning_tokens=usage.reasoning_tokens,

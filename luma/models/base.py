@@ -105,6 +105,7 @@ class ChatResponse:
     # a cut-off answer: "max_tokens" (the output-token limit) or "context_window" (the model's
     # context filled up); None for a whole answer
     truncated: str | None = None
+    model: str | None = None  # the model that answered, as the provider names it
 
 
 class Provider(Protocol):

@@ -213,7 +213,8 @@ class GeminiProvider:
         return ChatResponse(content=text, tool_calls=tuple(calls),
                             finish_reason=finish if isinstance(finish, str) else None,
                             usage=_usage(body.get("usageMetadata")),
-                            truncated="max_tokens" if finish == "MAX_TOKENS" else None)
+                            truncated="max_tokens" if finish == "MAX_TOKENS" else None,
+                            model=_text(body.get("modelVersion")))
 
     def _synthetic_id(self) -> str:
         self._calls += 1
@@ -252,3 +253,7 @@ def _usage(raw: Any) -> Usage:
                  output_tokens=as_int(raw.get("candidatesTokenCount")) + as_int(thoughts),
                  cached_tokens=cached if isinstance(cached, int) else None,
                  reasoning_tokens=thoughts if isinstance(thoughts, int) else None)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None

@@ -252,7 +252,8 @@ class OpenAIProvider:
         return ChatResponse(content=content, tool_calls=tuple(calls),
                             finish_reason=finish if isinstance(finish, str) else None,
                             usage=_usage(body.get("usage")),
-                            truncated="max_tokens" if finish == "length" else None)
+                            truncated="max_tokens" if finish == "length" else None,
+                            model=_text(body.get("model")))
 
 
 def _without_strict_nulls(response: ChatResponse, request: ChatRequest,
@@ -315,3 +316,7 @@ def _usage(raw: Any) -> Usage:
                  output_tokens=as_int(raw.get("completion_tokens")),
                  cached_tokens=cached if isinstance(cached, int) else None,
                  reasoning_tokens=reasoning if isinstance(reasoning, int) else None)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None

@@ -73,6 +73,7 @@ class ToolHost(Protocol):
     concurrency_limits: dict[str, ConcurrencyLimit]
     inline_handler: str | None
     tracer: Any  # an OpenTelemetry tracer, or None (luma.runtime.otel)
+    capture_content: bool  # values on spans (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT)
     call_observer: Callable[[str, Any, Any, LumaError | None, str], None] | None
 
     def warn(self, code: str, message: str) -> None: ...

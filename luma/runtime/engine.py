@@ -69,9 +69,11 @@ class Runtime:
         self.concurrency_limits: dict[str, ConcurrencyLimit] = {}
         # the tool whose sync handler is running on the event loop's thread right now
         self.inline_handler: str | None = None
-        from luma.runtime.otel import active_tracer
+        from luma.runtime.otel import active_tracer, captures_content
 
         self.tracer: Any = active_tracer()  # before the pipeline, which reads it
+        # prompts, answers, tool arguments and results on spans: the explicit opt-in only
+        self.capture_content = self.tracer is not None and captures_content(os.environ)
         # told of every tool call as it ends (luma test's calls()): name, the input as given,
         # the validated result (None when it failed), the error, "direct" or "native"
         self.call_observer: Callable[[str, Any, Any, LumaError | None, str], None] | None = None
@@ -105,11 +107,18 @@ class Runtime:
         """A run-time warning: on stderr, in the trace, and in the run's list of flags."""
         self._warnings.append(self.secrets.redact_value({"code": code, "message": message}))
         self.telemetry.emit("warning", code=code, message=message)
-        self.stderr.write(f"warning[{code}] {message}\n")
+        self._write(f"warning[{code}] {message}\n")
 
     def print(self, text: str) -> None:
-        self.stderr.write(text + "\n")
+        self._write(text + "\n")
         self.stderr.flush()
+
+    def _write(self, text: str) -> None:
+        view = self.telemetry.view
+        if view is not None and view.live:  # above the live display, not through it
+            self.telemetry.write(self.secrets.redact(text))
+        else:
+            self.stderr.write(text)
 
     # calls out of the interpreter --------------------------------------------------------------
     async def direct_tool_call(self, name: str, arg: Any, agent: ast.AgentDecl | None,

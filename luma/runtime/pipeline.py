@@ -98,13 +98,8 @@ class ToolPipeline:
         started = perf_counter()
         stats = _Stats(threaded=ctx.mode == "native")
         agent = ctx.agent
-        tracer = self.runtime.tracer
-        if tracer is not None:
-            from luma.runtime.otel import start_tool_span
-
-            tool = self.runtime.tools.get(name)
-            stats.span = start_tool_span(tracer, name, ctx.call_id, tool_settings(tool)
-                                         .side_effects if tool is not None else "unknown")
+        if self.runtime.tracer is not None or self.runtime.telemetry.watching:
+            self._started(name, raw_input, ctx, stats)
         try:
             method = ctx.method
             if method is not None and method.open_error is not None:
@@ -128,10 +123,39 @@ class ToolPipeline:
         except asyncio.CancelledError:
             self._emit(name, ctx, started, stats, None, outcome="cancelled")
             raise
-        self._emit(name, ctx, started, stats, None)
+        self._emit(name, ctx, started, stats, None, result=result)
         if self.runtime.call_observer is not None:
             self.runtime.call_observer(name, raw_input, result, None, ctx.mode)
         return result
+
+    def _started(self, name: str, raw_input: Any, ctx: CallContext, stats: _Stats) -> None:
+        """A call starts while someone watches: its span, and the ``tool.start`` event for
+        ``-v`` and ``--trace``. A query's or command's parameters are never recorded."""
+        runtime = self.runtime
+        tool = runtime.tools.get(name)
+        stats.values = tool is None or tool.kind == "tool"
+        tracer = runtime.tracer
+        if tracer is not None:
+            from luma.runtime import otel
+
+            arguments = None
+            if runtime.capture_content and stats.values:
+                arguments = otel.content_text(raw_input, self.runtime.secrets.redact)
+            stats.span = otel.start_tool_span(
+                tracer, name, ctx.call_id,
+                tool_settings(tool).side_effects if tool is not None else "unknown", arguments)
+        telemetry = runtime.telemetry
+        if telemetry.watching:
+            stats.input = raw_input
+            agent = ctx.agent
+            fields: dict[str, Any] = {"tool": name,
+                                      "agent": None if agent is None else agent.name,
+                                      "mode": ctx.mode}
+            if ctx.call_id is not None:
+                fields["call_id"] = ctx.call_id
+            if stats.values and telemetry.values:
+                fields["input"] = raw_input
+            telemetry.emit("tool.start", **fields)
 
     def forget(self) -> None:
         """Drop every precomputed plan (after handlers or the environment's contexts change)."""
@@ -406,7 +430,7 @@ class ToolPipeline:
         return copy_error(circuit)
 
     def _emit(self, name: str, ctx: CallContext, started: float, stats: _Stats,
-              err: LumaError | None, outcome: str | None = None) -> None:
+              err: LumaError | None, outcome: str | None = None, result: Any = None) -> None:
         agent = ctx.agent
         duration_ms = round((perf_counter() - started) * 1000, 3)
         if outcome is None:
@@ -430,14 +454,22 @@ class ToolPipeline:
         if stats.datasource is not None:  # never the parameters' values
             fields["datasource"] = stats.datasource
             fields["rows"] = stats.rows
-        self.runtime.telemetry.emit("tool.call", **fields)
+        telemetry = self.runtime.telemetry
+        if stats.values and telemetry.values:  # -v or --trace: what went in and came out
+            fields["input"] = stats.input
+            if outcome == "ok":
+                fields["result"] = result
+        telemetry.emit("tool.call", **fields)
         if stats.span is not None:
-            from luma.runtime.otel import end_tool_span
+            from luma.runtime import otel
 
-            end_tool_span(stats.span, attempts=stats.attempts, cache=stats.cache,
-                          single_flight=stats.shared, replayed=stats.replayed,
-                          error_code=None if outcome == "ok" else outcome,
-                          message=None if err is None else err.message)
+            content = None
+            if outcome == "ok" and stats.values and self.runtime.capture_content:
+                content = otel.content_text(result, self.runtime.secrets.redact)
+            otel.end_tool_span(stats.span, attempts=stats.attempts, cache=stats.cache,
+                               single_flight=stats.shared, replayed=stats.replayed,
+                               error_code=None if outcome == "ok" else outcome,
+                               message=None if err is None else err.message, result=content)
 
     # ------------------------------------------------------------------------------ secrets
     def _keep_secret(self, value: str) -> None:
@@ -599,7 +631,7 @@ class _Stats:
     """What one call did, for its telemetry event and the circuit breaker."""
 
     __slots__ = ("attempts", "cache", "shared", "replayed", "counts", "traceback", "threaded",
-                 "datasource", "rows", "span")
+                 "datasource", "rows", "span", "values", "input")
 
     def __init__(self, threaded: bool = False) -> None:
         self.threaded = threaded  # native calls: sync handlers in worker threads, side by side
@@ -612,6 +644,8 @@ class _Stats:
         self.datasource: str | None = None  # a query's or command's (DATA.md)
         self.rows: int | None = None  # the rows it returned, or a command's rows affected
         self.span: Any = None  # its OpenTelemetry span (luma.runtime.otel), when tracing
+        self.values = False  # watched (-v, --trace, OTel) and not a query: values recorded
+        self.input: Any = None  # the input as given, kept for its tool.call event
 
 
 # ---------------------------------------------------------------------------------- helpers

@@ -13,7 +13,7 @@ import threading
 from collections import deque
 from datetime import datetime, timezone
 from collections.abc import Callable
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from luma.runtime.secrets import SecretRedactor
 
@@ -29,6 +29,21 @@ def is_trace(head: bytes) -> bool:
     return _TRACE_START.match(head) is not None
 
 
+_VALUES = ("input", "result")
+
+
+class View(Protocol):
+    """What ``-v`` shows: told of each event (secrets already replaced), under the lock."""
+
+    live: bool  # a display that redraws: other lines for stderr go through write()
+
+    def event(self, record: dict[str, Any]) -> None: ...
+
+    def write(self, text: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
 EventListener = Callable[[dict[str, Any]], None]
 """Called with each event of a run as it happens (secrets already replaced)."""
 
@@ -40,10 +55,10 @@ class Telemetry:
     def __init__(self, trace_path: str | None = None, *, verbose: bool = False,
                  stderr: IO[str] | None = None, redactor: SecretRedactor | None = None,
                  history: int = HISTORY, shared: SharedTrace | None = None,
-                 listener: EventListener | None = None) -> None:
+                 listener: EventListener | None = None, view: View | None = None) -> None:
         self._history: deque[dict[str, Any]] = deque(maxlen=max(0, history))
         self.emitted = 0  # every event of the run, kept or not
-        self.verbose = verbose
+        self.verbose = verbose or view is not None
         self.stderr = stderr if stderr is not None else sys.stderr
         self.redactor = redactor if redactor is not None else SecretRedactor()
         self.listener = listener
@@ -55,6 +70,17 @@ class Telemetry:
         self.trace_path = shared.path if shared is not None else None
         self._sink = shared
         self._lock = shared.lock if shared is not None else threading.Lock()
+        # -v: a live display on a terminal, plain lines elsewhere (luma.runtime.live)
+        if view is None and self.verbose:
+            from luma.runtime.live import view_for
+
+            view = view_for(self.stderr, self.redactor.redact)
+        self.view = view
+        # someone watches the run as it goes: tool calls also emit a tool.start event
+        self.watching = self.verbose or shared is not None
+        # tool.start and tool.call carry the call's input and result (redacted)
+        self.trace_values = shared is None or shared.values
+        self.values = self.verbose or (shared is not None and shared.values)
 
     @property
     def events(self) -> list[dict[str, Any]]:
@@ -78,14 +104,17 @@ class Telemetry:
             self._history.append(record)
             trace = self._sink.stream if self._sink is not None else None
             if trace is not None:
-                line = redactor.redact(json.dumps(record, ensure_ascii=False, default=str))
+                written = record
+                if not self.trace_values and ("input" in record or "result" in record):
+                    written = {k: v for k, v in record.items() if k not in _VALUES}
+                line = redactor.redact(json.dumps(written, ensure_ascii=False, default=str))
                 try:
                     trace.write(line + "\n")
                     trace.flush()
                 except OSError as exc:
                     self._trace_failed(exc)
-            if self.verbose:
-                self.stderr.write(redactor.redact(_human(record)) + "\n")
+            if self.view is not None:
+                self.view.event(record)
         if self.listener is not None:
             self.listener(record)
         return record
@@ -105,8 +134,23 @@ class Telemetry:
         self.stderr.write(f"warning: cannot write the trace file {self.trace_path}: "
                           f"{exc.strerror or exc}; the trace is incomplete\n")
 
+    def write(self, text: str) -> None:
+        """A line for stderr (a warning, a ``print``): above the live display when there is
+        one, else straight to stderr."""
+        view = self.view
+        if view is not None and view.live:
+            with self._lock:
+                view.write(text)
+        else:
+            self.stderr.write(text)
+
     def close(self) -> None:
-        """The end of the run: a trace of its own is closed, a shared one is left open."""
+        """The end of the run: the live display stops; a trace of its own is closed, a shared
+        one is left open."""
+        view = self.view
+        if view is not None:
+            with self._lock:
+                view.close()
         sink = self._sink
         if sink is None or not self._owns_trace:
             return
@@ -126,8 +170,9 @@ class SharedTrace:
     """A trace file that the runs of one loaded program append to, one event a line (lines of
     concurrent runs interleave, never mix). Opened at load, closed with the program."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, values: bool = True) -> None:
         self.path = path
+        self.values = values  # tool arguments and results in the trace (--trace-no-values)
         self.stream: IO[str] | None = open(path, "w", encoding="utf-8")
         self.lock = threading.Lock()
 
@@ -139,28 +184,3 @@ class SharedTrace:
                 stream.close()
             except OSError:
                 pass
-
-
-def _human(record: dict[str, Any]) -> str:
-    event = record["event"]
-    if event == "tool.call":
-        extra = []
-        if record.get("cache") == "hit":
-            extra.append("cache hit")
-        if record.get("single_flight"):
-            extra.append("single-flight")
-        if record.get("idempotent_replay"):
-            extra.append("idempotent replay")
-        if record.get("attempts", 1) > 1:
-            extra.append(f"{record['attempts']} attempts")
-        more = f" ({', '.join(extra)})" if extra else ""
-        return (f"  tool {record.get('tool')} [{record.get('mode')}] -> {record.get('outcome')} "
-                f"in {record.get('duration_ms')} ms{more}")
-    if event.startswith("ask."):
-        bits = " ".join(f"{k}={record[k]}" for k in ("model", "turn", "tokens_in", "tokens_out",
-                                                     "finish_reason", "latency_ms") if k in record)
-        return f"  {event} {bits}"
-    if event == "warning":
-        return f"  warning {record.get('code')}: {record.get('message')}"
-    bits = " ".join(f"{k}={v}" for k, v in record.items() if k not in ("ts", "event"))
-    return f"  {event} {bits}"

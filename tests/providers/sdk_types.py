@@ -209,6 +209,8 @@ def preload(provider: str) -> None:
 
 def gemini_problems(body: Any) -> list[str]:
     """The generateContent body: each part validated by google-genai's pydantic model."""
+    import pydantic
+
     if not isinstance(body, dict):
         return ["body: expected an object"]
     parts = _gemini_adapters()
