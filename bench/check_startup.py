@@ -30,36 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
-SMALL = """\
-schema Order {
-  id: string @desc("Order id")
-  total: float @range(0, 1000000)
-  note?: string
-}
-
-tool read_order(id: string) -> Order {
-  description: "Read one order by id."
-  side_effects: "read"
-}
-
-model Fast {
-  provider: "openai"
-  name: "gpt-5.4-mini"
-}
-
-agent Desk {
-  model: Fast
-  tools: [read_order]
-
-  fn run(id: string) -> Order {
-    order = tool read_order({ id: id })
-    if order.total > 100 {
-      print("large order {order.id}")
-    }
-    return order
-  }
-}
-"""
+# the program checked: small, clean, a little of everything the checker looks at
+SMALL = (Path(__file__).parent / "startup.luma").read_text(encoding="utf-8")
 
 
 def run_once(argv: list[str]) -> tuple[float, float, int]:

@@ -10,36 +10,8 @@ from pathlib import Path
 
 import pytest
 
-CLEAN = """\
-schema Order {
-  id: string @desc("Order id")
-  total: float @range(0, 1000000)
-  note?: string
-}
-
-tool read_order(id: string) -> Order {
-  description: "Read one order by id."
-  side_effects: "read"
-}
-
-model Fast {
-  provider: "openai"
-  name: "gpt-5.4-mini"
-}
-
-agent Desk {
-  model: Fast
-  tools: [read_order]
-
-  fn run(id: string) -> Order {
-    order = tool read_order({ id: id })
-    if order.total > 100 {
-      print("large order {order.id}")
-    }
-    return order
-  }
-}
-"""
+# the program bench/check_startup.py times
+CLEAN = (Path(__file__).parent.parent / "bench" / "startup.luma").read_text(encoding="utf-8")
 
 WITH_ERRORS = CLEAN.replace("total: float", "total: flaot").replace("order.id}", "order.idd}")
 

@@ -25,6 +25,27 @@ r
 """
 
 
+TYPED_ERROR_PROGRAM = """schema ToolError {
+  code: string
+  message: string
+  retryable: bool
+  details?: any
+}
+schema DbWriteResult { ok: bool }
+tool db_write(table: string) -> DbWriteResult {
+  description: "writes"
+  error: ToolError
+}
+out = ""
+try {
+  r = tool db_write({ table: "users" })
+} catch err {
+  out = err
+}
+out
+"""
+
+
 @pytest.fixture()
 def typescript(project: Project) -> Project:
     """The project with the pinned ``typescript`` package beside its modules."""
@@ -87,25 +108,7 @@ def test_a_typed_error_from_luma(typescript: Project) -> None:
         };
     """)
     typescript.config(modules=["./tools.ts"])
-    program = """schema ToolError {
-  code: string
-  message: string
-  retryable: bool
-  details?: any
-}
-schema DbWriteResult { ok: bool }
-tool db_write(table: string) -> DbWriteResult {
-  description: "writes"
-  error: ToolError
-}
-out = ""
-try {
-  r = tool db_write({ table: "users" })
-} catch err {
-  out = err
-}
-out
-"""
+    program = TYPED_ERROR_PROGRAM
     outcome = typescript.run(program=program)
     assert (outcome.code, outcome.value) == (0, {
         "code": "DB_TIMEOUT", "message": "The database timed out", "retryable": False,
@@ -356,27 +359,6 @@ def test_a_spinning_handler_under_a_timeout_is_a_tool_timeout(project: Project) 
     assert outcome.code == 0, outcome.stderr
     assert outcome.value["first"] == "Tool 'spin' timed out after 300 ms."
     assert outcome.value["second"] > 0
-
-
-TYPED_ERROR_PROGRAM = """schema ToolError {
-  code: string
-  message: string
-  retryable: bool
-  details?: any
-}
-schema DbWriteResult { ok: bool }
-tool db_write(table: string) -> DbWriteResult {
-  description: "writes"
-  error: ToolError
-}
-out = ""
-try {
-  r = tool db_write({ table: "users" })
-} catch err {
-  out = err
-}
-out
-"""
 
 
 def test_require_luma_in_a_commonjs_module(project: Project) -> None:
