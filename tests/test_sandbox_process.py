@@ -468,6 +468,35 @@ def test_a_call_past_its_cpu_time_limit_is_stopped_and_the_process_comes_back(
     assert second != first  # started again
 
 
+def test_calls_sent_while_a_process_ends_at_a_cpu_limit_go_to_the_next_process(
+        project: Project) -> None:
+    """Calls keep arriving while a spinning call reaches its CPU limit: a call that reaches the
+    ending process is handed back (it has not begun) and one still on its way when it ends goes
+    to the next process, so every one of them is answered, none fails."""
+    import asyncio
+
+    from luma.runtime.handlers import HandlerTimeout
+
+    project.write("tools.py", CPU_PROBE)
+    project.config(policy=process())
+    handler = project.load().registry.handlers["probe"]
+
+    async def scenario() -> tuple[list[object], int]:
+        spin = asyncio.create_task(_with_deadline(handler, {"name": "spin"}, 200))
+        answers: list[object] = []
+        while not spin.done():
+            answers.append(await handler({"name": "pid"}, None, None))  # type: ignore[operator]
+        with pytest.raises(HandlerTimeout):
+            await spin
+        for _ in range(20):  # and past the end of the process
+            answers.append(await handler({"name": "pid"}, None, None))  # type: ignore[operator]
+        return answers, len({a["text"] for a in answers})  # type: ignore[index]
+
+    answers, processes = asyncio.run(scenario())
+    assert len(answers) > 20
+    assert processes == 2  # the one stopped at its CPU limit, and the next
+
+
 def test_a_call_that_sleeps_past_its_deadline_is_not_stopped_by_the_cpu_limit(
         project: Project) -> None:
     """The limit counts CPU time, not the clock: a handler that sleeps past its deadline (and

@@ -23,6 +23,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import IO, Any
 
+from luma.runtime.process_errors import EXIT_IDLE, EXIT_STOPPED
+
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 MIB = 1024 * 1024
@@ -177,7 +179,13 @@ class Child:
             return
         call_id = message["id"]
         invoker = self.invokers[message["tool"]]
-        self.running.add(call_id)
+        with self.lock:
+            refused = self.retiring
+            if not refused:
+                self.running.add(call_id)
+        if refused:  # this process is ending: the call has not begun, a new process takes it
+            _send(self.protocol, self.lock, {"id": call_id, "resend": True})
+            return
         if (self.inline and not invoker.is_async and not invoker.wants_signal
                 and "deadline" not in message):
             try:
@@ -300,17 +308,17 @@ class Child:
             self.retiring = True
             self.stopped = call_id
         _send(self.protocol, self.lock, {"id": call_id, "cpu_limit": True, "restart": True})
-        if on_loop:
+        if on_loop:  # the other calls in it, if any, end with it
             self.protocol.flush()
-            os._exit(71)
+            os._exit(EXIT_STOPPED)
         self.end_if_idle()
 
     def end_if_idle(self) -> None:
         with self.lock:
             others = self.running - {self.stopped}
-        if not others:
+        if not others:  # every call it took has been answered
             self.protocol.flush()
-            os._exit(71)
+            os._exit(EXIT_IDLE)
 
 
 class CpuWatch:

@@ -3,6 +3,12 @@ from :mod:`luma.runtime.process_modules`, so that the pipeline imports no proces
 
 from __future__ import annotations
 
+# How a child that went past a call's CPU time limit ends: with nothing else running and every
+# call it took answered (so a call still on its way to it has not begun, and goes to the next
+# process), or at once, taking the other calls it was running with it.
+EXIT_IDLE = 71
+EXIT_STOPPED = 72
+
 
 class RemoteFailure(Exception):
     """A handler in a child process failed (or its process ended): the pipeline reports

@@ -34,7 +34,7 @@ from typing import Any
 from luma.runtime.errors import LumaError, LumaToolError
 from luma.runtime.handlers import CALL_DEADLINE, HandlerTimeout
 from luma.runtime.modules import ToolModule, ToolModuleError
-from luma.runtime.process_errors import RemoteFailure, RemoteOutputInvalid
+from luma.runtime.process_errors import EXIT_IDLE, RemoteFailure, RemoteOutputInvalid
 
 KILL_GRACE_S = 0.5
 SETTLE_WAIT_S = 0.05
@@ -148,6 +148,18 @@ class ProcessModule:
     # ------------------------------------------------------------------------------ calls
 
     async def call(self, tool: str, value: Any, signal: Any, needs: Any) -> Any:
+        # a process that is ending hands back a call it has not begun (``resend``): the call goes
+        # to the next process (once more at most: a process ends so only past a CPU limit)
+        for _ in range(2):
+            answer = await self._call_once(tool, value, signal, needs)
+            if "resend" not in answer:
+                break
+        else:
+            raise RemoteFailure("the tool module's process ended before the call began, "
+                                "twice", "ProcessEnded")
+        return _answer(answer)
+
+    async def _call_once(self, tool: str, value: Any, signal: Any, needs: Any) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
         child = self._running()
         if self.one_thread and child.pending and _given_up(child):
@@ -174,7 +186,7 @@ class ProcessModule:
             timer.daemon = True
             timer.start()
             raise
-        return _answer(answer)
+        return answer
 
     async def _settled(self, child: _Child) -> _Child:
         """A call that finds a given-up call still in a Node.js process waits a moment
@@ -291,8 +303,11 @@ def _read(ref: Callable[[], ProcessModule | None], lock: threading.Lock, child: 
     text = f"the tool module's process ended ({_ending(code)})"
     if limit is not None and code in (-signals.SIGSEGV, -signals.SIGABRT, -signals.SIGBUS):
         text += f"; its memory is limited by tool_module_policy.max_memory_mb ({limit} MB)"
+    # ended past a CPU limit with every call it took answered: the rest never reached it
+    ending = {"resend": True} if code == EXIT_IDLE else {"failure": text,
+                                                          "exception": "ProcessEnded"}
     for waiting in left.values():
-        _settle(waiting, {"failure": text, "exception": "ProcessEnded"})
+        _settle(waiting, dict(ending))
 
 
 def _stop_all(children: list[_Child]) -> None:
