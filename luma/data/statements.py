@@ -81,10 +81,13 @@ class ConnectionPool(Generic[C]):
 
     def _open(self) -> C:
         conn = self._connect()
+        self._opened_one()
+        return conn
+
+    def _opened_one(self) -> None:
         with self._lock:
             self.opened += 1
             self.open_now += 1
-        return conn
 
     @property
     def closed(self) -> bool:
@@ -94,9 +97,7 @@ class ConnectionPool(Generic[C]):
 
     def add(self, conn: C) -> None:
         """An open connection (the first, opened at start-up) for the idle set."""
-        with self._lock:
-            self.opened += 1
-            self.open_now += 1
+        self._opened_one()
         self._idle.put(conn)
 
     def _checked_close(self, conn: C) -> None:
