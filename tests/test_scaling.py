@@ -15,7 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from luma.check import check_program
-from luma.syntax import ast
+import pytest
+
+from luma.syntax import ast, descent
 from luma.syntax.parse import parse_source, parse_text, run_tables
 from luma.syntax.ast import BadPlaceholder, StringLit
 from luma.syntax.source import SourceFile, Span
@@ -216,16 +218,40 @@ def opcodes(work: Callable[[], Any], package: str) -> int:
     return count
 
 
-def test_the_parser_runs_the_same_work_per_declaration_at_any_size() -> None:
-    small = opcodes(lambda: run_tables(schemas(250), "t.luma"), "luma.syntax")
-    large = opcodes(lambda: run_tables(schemas(1000), "t.luma"), "luma.syntax")
+@pytest.mark.parametrize("parse", [descent.parse, run_tables], ids=["descent", "tables"])
+def test_the_parser_runs_the_same_work_per_declaration_at_any_size(
+        parse: Callable[[str, str], ast.Program]) -> None:
+    small = opcodes(lambda: parse(schemas(250), "t.luma"), "luma.syntax")
+    large = opcodes(lambda: parse(schemas(1000), "t.luma"), "luma.syntax")
     assert large <= 4.02 * small
-    small = opcodes(lambda: run_tables(statements(100), "t.luma"), "luma.syntax")
-    large = opcodes(lambda: run_tables(statements(400), "t.luma"), "luma.syntax")
+    small = opcodes(lambda: parse(statements(100), "t.luma"), "luma.syntax")
+    large = opcodes(lambda: parse(statements(400), "t.luma"), "luma.syntax")
     assert large <= 4.02 * small
-    small = opcodes(lambda: run_tables(contracts(3), "t.luma"), "luma.syntax")
-    large = opcodes(lambda: run_tables(contracts(12), "t.luma"), "luma.syntax")
+    small = opcodes(lambda: parse(contracts(3), "t.luma"), "luma.syntax")
+    large = opcodes(lambda: parse(contracts(12), "t.luma"), "luma.syntax")
     assert large <= 4.02 * small
+
+
+def test_the_descent_is_the_parser_and_runs_far_less_than_the_tables() -> None:
+    """Every program is parsed by the descent first; it runs about half of the tables' bytecode
+    (the nodes, their spans and the strings' reading, the same in both, included)."""
+    text = contracts(6)
+    by_descent = opcodes(lambda: parse_text(text, "t.luma"), "luma.syntax")
+    by_tables = opcodes(lambda: run_tables(text, "t.luma"), "luma.syntax")
+    assert by_descent < 0.6 * by_tables
+    text = schemas(200)
+    assert opcodes(lambda: parse_text(text, "t.luma"), "luma.syntax") < 0.6 * opcodes(
+        lambda: run_tables(text, "t.luma"), "luma.syntax")
+
+
+def test_the_descent_slices_each_token_once() -> None:
+    """The tokens are slices of the text made once by one regular expression: together no
+    longer than the text (the spaces, comments and layout newlines between them not kept)."""
+    for text in (schemas(300), statements(200), contracts(5), 'x = "' + "y" * 100_000 + '"\n'):
+        toks, starts, _ = descent.tokens(text)
+        real = [(t, s) for t, s in zip(toks, starts) if t != "$end"]
+        assert sum(len(t) for t, _ in real) <= len(text)
+        assert all(text.startswith(t, s) or t in ("\n", "else", "catch") for t, s in real)
 
 
 def _checked(text: str) -> Callable[[], Any]:

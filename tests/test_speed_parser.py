@@ -1,8 +1,12 @@
-"""The generated parse tables against Lark: the same grammar, the same programs, the same AST.
+"""The parsers against Lark: the same grammar, the same programs, the same AST.
 
 ``luma/syntax/tables.py`` is generated from ``grammar/luma.lark``; these tests check that it is
 up to date, and that running it gives exactly what Lark's own LALR parser (contextual lexer,
 the newline post-lexer) gives: the same tree for every program, a failure for the same texts.
+The recursive descent (``luma/syntax/descent.py``), which every program goes through first,
+must give the tables' tree whenever it gives one, and must give one for every program in the
+repository (it declines only texts that are wrong or that the contextual lexer splits its own
+way).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from luma.syntax import ast, tables, tablegen
+from luma.syntax import ast, descent, tables, tablegen
 from luma.syntax.grammar import grammar_text
 from luma.syntax.parse import NoParse, Token, _Refused, _StringError, _ToAst
 from luma.syntax.parse import lark_parser
@@ -84,9 +88,20 @@ def outcome(run: Any, text: str) -> Any:
         return ("refused", exc.diagnostic)
 
 
+def descent_result(text: str, file: str = "t.luma") -> Any:
+    try:
+        return descent.parse(text, file)
+    except descent.Declined:
+        return descent.Declined
+
+
 def assert_same(text: str) -> None:
     expected = outcome(lark_reference, text)
     got = outcome(tables_result, text)
+    by_descent = descent_result(text)
+    if by_descent is not descent.Declined:
+        # what the descent parses, the tables parse into the same tree
+        assert isinstance(got, ast.Program) and by_descent == got, text
     if isinstance(got, tuple) and got[0] == "refused" and got[1].code == "E047":
         # The tables also count nesting (MAX_NESTING), which Lark does not: what they refuse
         # is a program Lark parses, or one whose syntax error comes after the nesting (the
@@ -137,13 +152,17 @@ def test_every_rule_has_a_method_or_never_needs_one() -> None:
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_program_parses_as_lark_parses_it(path: Path) -> None:
-    assert_same(path.read_text(encoding="utf-8"))
+    text = path.read_text(encoding="utf-8")
+    assert_same(text)
+    if isinstance(outcome(tables_result, text), ast.Program):
+        assert descent_result(text) is not descent.Declined, "the descent declined a program"
 
 
 def test_a_generated_contract_parses_as_lark_parses_it() -> None:
     text = corpus.TEMPLATE.format(n=3)
     assert_same(text)
     assert tables_result(text) is not NoParse
+    assert descent_result(text) is not descent.Declined
 
 
 @pytest.mark.parametrize("text", [
@@ -191,6 +210,40 @@ def test_a_generated_contract_parses_as_lark_parses_it() -> None:
     "x = schemas",
     "schema S { tool: int, model: string, if: bool }",  # keywords a state does not take are names
     "x = {schema: 1, agent: 2}",
+    # a word that continues the line only as a keyword: a name here, so the newline separates
+    "x = a.tool\n(y)",
+    "x = a.and\n-1",
+    "and = 1\nx = and\n-1",
+    "x = a and\n b or\n c",
+    "x = not\n b",
+    "x = ask\n \"q\" -> T using\n tool\n t",
+    "x = tool\n t(1)",
+    "test \"t\" {\n mock tool\n t returns 1\n check x, \"m\"\n model: M\n}",
+    "test \"t\" {\n if a { model = 1 }\n assert = 2\n}",
+    "x = a == not",
+    "x = a + ask",
+    "x = -5 - -2.5 - --3",
+    "x = (a).b\ny = ((a))",
+    "x = 1 +\nelse",
+    "x = a\nelse",
+    "tool t() -> int {}\ntool t(a)\ntool t(a: int) -> int { needs k: string }",
+    "query q(a: int) { sql: \"select :a\" }\ncommand c() -> R { sql: \"x\" }",
+    "datasource D { url: \"u\" }",
+    "agent A { fn f() { try { a() }\n catch e { b() } }\n fn g() -> int[][] { return } }",
+    "x = f(a,)\ny = [1,]\nz = {a: 1,}",
+    "schema S { a: enum[\"x\", \"y\",], b: map[map[int]][] }",
+    "x = {\"k\": 1, \"\"\"k\"\"\": 2}",
+    "x = 1,\ny = 2,",
+    "x = 1 // c\n/* d */ y = 2",
+    "x = 9007199254740991\ny = 9007199254740992",
+    "x = 1e999",
+    "x = \"a {b} c\"  \n  ",
+    "x = 1 # no",
+    "x = a andb",
+    "for x inxs { }",
+    "schema D = A | B taggedby kind",
+    "tool t(tool: int) -> R {}",  # the first parameter: where a call's argument could begin
+    "tool t(a: int, tool: int, true: int) -> R {}",
 ])
 def test_edge_cases_parse_as_lark_parses_them(text: str) -> None:
     assert_same(text)
@@ -224,6 +277,37 @@ def test_mutated_programs_parse_as_lark_parses_them(data: st.DataObject) -> None
 def test_token_soup_parses_as_lark_parses_it(parts: list[str]) -> None:
     assert_same(" ".join(parts))
     assert_same("".join(parts))
+
+
+@pytest.mark.parametrize("text", [
+    "x = " + "[" * 100 + "]" * 100,
+    "x = " + "[" * 101 + "]" * 101,
+    "x = " + "-" * 101 + "1",
+    "x = " + " + ".join(["a"] * 101),
+    "x = " + " + ".join(["a"] * 102),
+    "x = a" + ".b" * 101,
+    "schema S { a: int" + "[]" * 101 + " }",
+    "schema S { a: " + "map[" * 101 + "int" + "]" * 101 + " }",
+    "fn_body = 1\n" + "if a {\n" * 101 + "}\n" * 101,
+])
+def test_nesting_at_the_limit_parses_as_the_tables_parse_it(text: str) -> None:
+    """The descent counts the levels of nesting the tables count, and declines where they
+    refuse (E047), or where Python's own stack runs out."""
+    tables_said = outcome(tables_result, text)
+    by_descent = descent_result(text)
+    if isinstance(tables_said, ast.Program):
+        assert by_descent == tables_said
+    else:
+        assert by_descent is descent.Declined
+
+
+def test_parentheses_past_the_stack_are_parsed_by_the_tables() -> None:
+    """Parentheses are no level of nesting: 300 of them are a program, deeper than the descent
+    recurses, which declines; the parse goes on with the tables."""
+    text = "x = " + "(" * 300 + "a" + ")" * 300
+    assert descent_result(text) is descent.Declined
+    program, diagnostics = parse_text(text)
+    assert diagnostics == [] and program == tables_result(text, "<input>")
 
 
 def test_a_syntax_error_is_described_by_lark() -> None:

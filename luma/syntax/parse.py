@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 
 from luma.limits import MAX_NESTING, MAX_SAFE_INTEGER
-from luma.syntax import ast, tables
+from luma.syntax import ast, descent, tables
 from luma.syntax.diagnostics import Diagnostic
 from luma.syntax.lexer import CONTINUES_AFTER, NewlinePostLexer
 from luma.syntax.source import SourceFile, Span
@@ -53,6 +53,10 @@ def parse_source(source: SourceFile) -> tuple[ast.Program | None, list[Diagnosti
     collecting = gc.isenabled()
     gc.disable()
     try:
+        try:
+            return descent.parse(source.text, source.path), []
+        except descent.Declined:
+            pass
         program = run_tables(source.text, source.path)
     except NoParse:
         return None, [_syntax_diagnostic(source)]
