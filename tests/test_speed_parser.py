@@ -301,6 +301,28 @@ def test_nesting_at_the_limit_parses_as_the_tables_parse_it(text: str) -> None:
         assert by_descent is descent.Declined
 
 
+def test_the_descent_continues_lines_after_what_the_newline_rules_name() -> None:
+    """The descent's words and punctuation after which a newline is no separator are the
+    kinds of token ``CONTINUES_AFTER`` names (the newline itself aside), each of its texts."""
+    import re
+
+    from luma.syntax.lexer import CONTINUES_AFTER
+
+    kinds = set()
+    for text in descent._CONTINUES:
+        kind = tables.KEYWORDS.get(text)
+        if kind is None:
+            kind = next(k for k in tables.MASTER if re.fullmatch(tables.TERMINALS[k], text))
+        kinds.add(kind)
+    assert kinds == CONTINUES_AFTER - {"_NL"}
+    assert {t for t, v in descent._CONTINUES.items() if v == descent._SOFT} == {
+        t for t, k in tables.KEYWORDS.items() if k in CONTINUES_AFTER}
+    for kind in ("COMP_OP", "MUL_OP"):  # every text of the operators
+        pattern = tables.TERMINALS[kind].strip("(?:)").replace("\\", "")
+        assert {t for t in descent._CONTINUES if re.fullmatch(tables.TERMINALS[kind], t)} == \
+            set(pattern.split("|"))
+
+
 def test_parentheses_past_the_stack_are_parsed_by_the_tables() -> None:
     """Parentheses are no level of nesting: 300 of them are a program, deeper than the descent
     recurses, which declines; the parse goes on with the tables."""

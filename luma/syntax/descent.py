@@ -78,8 +78,11 @@ _CONTINUES = {
                      ",", "|", ".", "@", "{", "(", "["), True),
     **dict.fromkeys(("and", "or", "not", "ask", "tool", "using"), _SOFT),
 }
-_OPENS = {"(": "(", "[": "[", "{": "{"}
-_CLOSES = {")": "(", "]": "[", "}": "{"}
+_OPEN, _CLOSE = 3, 4
+# What splitting does after a token: none for names, numbers, strings and newlines.
+_ROLES: dict[str, object] = {**_CONTINUES, **dict.fromkeys("([{", _OPEN),
+                             **dict.fromkeys(")]}", _CLOSE)}
+_OPENED_BY = {")": "(", "]": "[", "}": "{"}
 _WORD_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 _DIGITS = frozenset("0123456789")
 
@@ -104,32 +107,36 @@ def tokens(text: str) -> tuple[list[str], list[int], set[int]]:
     pos = 0
     for skipped, tok in _SPLIT(text):
         pos += len(skipped)
-        first = tok[0]
-        if first == "\n" or first == "\r":
-            last = tok[-1]
-            if last == "e" or last == "h":  # newlines and `else` / `catch`: one token
-                word = "else" if last == "e" else "catch"
-                toks.append(word)
-                starts.append(pos + len(tok) - len(word))
-                continues = False
-            elif continues is True or brackets and brackets[-1] != "{":
-                pass
-            else:
-                if continues:
-                    soft.add(len(toks))
-                toks.append("\n")
-                starts.append(pos)
-                continues = True
-            pos += len(tok)
-            continue
-        bracket = _OPENS.get(first)
-        if bracket is not None:
-            brackets.append(bracket)
-        else:
-            bracket = _CLOSES.get(first)
-            if bracket is not None and brackets and brackets[-1] == bracket:
+        role = _ROLES.get(tok)
+        if role is None:
+            first = tok[0]
+            if first == "\n" or first == "\r":
+                last = tok[-1]
+                if last == "e" or last == "h":  # newlines and `else` / `catch`: one token
+                    word = "else" if last == "e" else "catch"
+                    toks.append(word)
+                    starts.append(pos + len(tok) - len(word))
+                    continues = False
+                elif continues is True or brackets and brackets[-1] != "{":
+                    pass
+                else:
+                    if continues:
+                        soft.add(len(toks))
+                    toks.append("\n")
+                    starts.append(pos)
+                    continues = True
+                pos += len(tok)
+                continue
+            continues = False
+        elif role == _OPEN:
+            brackets.append(tok)
+            continues = True
+        elif role == _CLOSE:
+            if brackets and brackets[-1] == _OPENED_BY[tok]:
                 brackets.pop()
-        continues = _CONTINUES.get(tok, False)
+            continues = False
+        else:
+            continues = role
         toks.append(tok)
         starts.append(pos)
         pos += len(tok)
@@ -289,19 +296,33 @@ class _Descent:
         return ast.UnionMember(self.toks[i], self._tok(i))
 
     def _field(self) -> ast.Field:
+        # the most frequent declaration of all, written out (no helper per token)
         toks = self.toks
-        name = self._name()
-        optional = toks[self.i] == "?"
+        i = first = self.i
+        name = toks[i]
+        if name[0] not in _WORD_START:
+            raise Declined
+        optional = toks[i + 1] == "?"
         if optional:
-            self.i += 1
-        self._expect(":")
+            i += 1
+        if toks[i + 1] != ":":
+            raise Declined
+        self.i = i + 2
         type_ = self._type()
+        end = type_.span.end
+        annotations = ()
+        if toks[self.i] == "@":
+            annotations = self._annotations()
+            end = annotations[-1].span.end
+        start = self.starts[first]
+        return ast.Field(name, optional, type_, annotations, Span(self.file, start, end),
+                         Span(self.file, start, start + len(name)))
+
+    def _annotations(self) -> tuple[ast.Annotation, ...]:
         annotations = []
-        while toks[self.i] == "@":
+        while self.toks[self.i] == "@":
             annotations.append(self._annotation())
-        end = annotations[-1].span.end if annotations else type_.span.end
-        return ast.Field(toks[name], optional, type_, tuple(annotations),
-                         Span(self.file, self.starts[name], end), self._tok(name))
+        return tuple(annotations)
 
     def _annotation(self) -> ast.Annotation:
         at = self.i
@@ -719,8 +740,10 @@ class _Descent:
             self._nest(self.h + 1)
             left: ast.Expr = ast.Unary("not", operand,
                                        Span(self.file, self.starts[first], operand.span.end))
+        elif toks[first] == "-":
+            left = self._negation()
         else:
-            left = self._unary()
+            left = self._postfix()
         height = self.h
         while True:
             op = toks[self.i]
@@ -739,12 +762,10 @@ class _Descent:
             left = ast.Binary(op, left, right,
                               Span(self.file, left.span.start, right.span.end))
 
-    def _unary(self) -> ast.Expr:
-        if self.toks[self.i] != "-":
-            return self._postfix()
+    def _negation(self) -> ast.Expr:
         first = self.i
         self.i += 1
-        operand = self._unary()
+        operand = self._negation() if self.toks[self.i] == "-" else self._postfix()
         self._nest(self.h + 1)
         span = Span(self.file, self.starts[first], operand.span.end)
         # -7 and -0.25 are literals (LANGUAGE.md §1), as the tables fold them

@@ -4,9 +4,10 @@ Lark hands us every ``_NL`` token; we drop those that cannot be separators (LANG
 "Lines") and remember, for each open bracket, what it belongs to, so that syntax errors can
 say "in the fields of schema 'Order'" instead of naming a parser state.
 
-The parser proper (``parse.run_tables``) applies the same rules inline, with the same
-``CONTINUES_AFTER``; this class runs when Lark parses a program again to describe its syntax
-error. A change to the rules goes in both places (the parser tests compare the two).
+The parsers apply the same rules inline: the tables (``parse.run_tables``) with the same
+``CONTINUES_AFTER``, the descent (``descent.tokens``) as it splits the text; this class runs
+when Lark parses a program again to describe its syntax error. A change to the rules goes in
+all three places (the parser tests compare them).
 """
 
 from __future__ import annotations

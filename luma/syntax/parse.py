@@ -1,12 +1,15 @@
 """Parse Luma source into the AST.
 
-The grammar is ``grammar/luma.lark``. Lark analyses it ahead of time (``luma.syntax.tablegen``
-writes the LALR(1) tables to ``luma/syntax/tables.py``), and this module runs those tables with
-the same meaning as Lark's parser with its contextual lexer: the newline rules of
-``luma/syntax/lexer.py``, the same tokens, the same children for each rule. It builds the AST
-while parsing (every token is kept, so spans cover keywords and brackets too).
+The grammar is ``grammar/luma.lark``. A program is parsed first by the recursive descent of
+``luma/syntax/descent.py``. Where it declines — a program that does not parse, one past a limit,
+one of the rare texts the contextual lexer splits its own way — the program is parsed by the
+LALR(1) tables Lark made of the grammar ahead of time (``luma.syntax.tablegen`` writes them to
+``luma/syntax/tables.py``), which this module runs with the same meaning as Lark's parser with
+its contextual lexer: the newline rules of ``luma/syntax/lexer.py``, the same tokens, the same
+children for each rule. Both build the same AST (every token is kept, so spans cover keywords
+and brackets too); the tests compare them with each other and with Lark.
 
-A program that does not parse is parsed once more by Lark itself, from a parser cached on disk,
+A program the tables reject is parsed once more by Lark itself, from a parser cached on disk,
 only to describe the error: what the parser expected, and where (``syntax_errors.py``).
 """
 
