@@ -198,7 +198,6 @@ class ValueCheck:
     def __init__(self, program: ast.Program) -> None:
         self.program = program
         self._compiler: Any = None
-        self._defs: dict[str, Any] | None = None
 
     def check(self, f: ast.Field, a: ast.Annotation, value: Any, bag: DiagnosticBag,
               with_rules: bool = True) -> None:
@@ -214,16 +213,16 @@ class ValueCheck:
 
         if self._compiler is None:
             self._compiler = SchemaCompiler(self.program)
-            self._defs = self._compiler.definitions()
         if with_rules:
             schema = self._compiler.field_schema(f)
             for key in ("default", "examples", "description", SEVERITY_KEY):
                 schema.pop(key, None)
         else:
             schema = self._compiler.type_schema(f.type)
-        schema["$defs"] = self._defs
         try:
-            violations = validate(schema, value, soft_rules=False)
+            # the definitions the field reaches, not every one of the program: each value's
+            # check costs its field, not the program's size
+            violations = validate(self._compiler.with_defs(schema), value, soft_rules=False)
         except SchemaError:
             return []  # a type in error somewhere (an unknown name deep inside): reported there
         return [v.render(f.name) if v.path else v.message for v in violations]

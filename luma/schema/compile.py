@@ -229,14 +229,16 @@ class SchemaCompiler:
         """
         if isinstance(t, ast.NamedType):
             t = t.name
-        return self._with_defs(self.schema_def(t) if isinstance(t, str) else self.type_schema(t))
+        return self.with_defs(self.schema_def(t) if isinstance(t, str) else self.type_schema(t))
 
     def standalone_fields(self, fields: Sequence[ast.Field]) -> dict[str, Any]:
         """A self-contained closed-object schema for a parameter list (a ``fn``'s), with the
         ``$defs`` its field types reach."""
-        return self._with_defs(self.fields_schema(fields))
+        return self.with_defs(self.fields_schema(fields))
 
-    def _with_defs(self, root: dict[str, Any]) -> dict[str, Any]:
+    def with_defs(self, root: dict[str, Any]) -> dict[str, Any]:
+        """``root`` as a document with the ``$defs`` it reaches (only those: a schema for one
+        field of a large program stays as small as the field)."""
         defs: dict[str, dict[str, Any]] = {}
         pending = list(_refs(root))
         while pending:
