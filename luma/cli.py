@@ -258,7 +258,10 @@ def check_command(argv: Sequence[str], whole_process: bool = False) -> int:
     from luma.syntax.source import SourceFile
 
     if whole_process:
-        gc.freeze()  # what the imports made lives until exit: no collection need look at it again
+        # A check makes no cyclic garbage to speak of (the trees are freed as each file is done),
+        # and each collection walks every node alive: over a large program, collections took a
+        # third of the time. The process runs without them (its peak memory is the same).
+        gc.disable()
 
     found, missing = find_luma_files(paths, exclude=args.exclude)
     if missing:  # vanished since the check above
