@@ -2,7 +2,11 @@
 
 For each N (default 1,000, 5,000, 20,000 and 80,000) the script writes one file of N two-field
 schemas and checks it with ``python -m luma check FILE`` as a whole process; for each size of
-string (default 1 and 5 MB) one file holding a single string literal of that size. Each run
+string (default 1 and 5 MB) one file holding a single string literal of that size; for each
+number of contracts (default 100, 400 and 1,600) one file of that many generated contracts
+(``bench/corpus.py``: schemas with annotations, defaults and examples, a tagged union, tools of
+every kind of configuration, a model, an agent whose methods call tools, branch, loop, catch
+and ask), where the checker does more than look at two fields. Each run
 records the wall time, the CPU time (user + system of the process, from ``os.wait4``) and the
 peak resident memory (``ru_maxrss``, from a separate run: see ``LAUNCHER``). Medians of ``--runs`` runs are reported, with:
 
@@ -19,7 +23,7 @@ classes (``class S1 { a string  b int }``) in the same run, alternating with Lum
 ``RUST_BACKTRACE`` unset (set, it slows ``baml-cli`` down about twice).
 
     python3 bench/check_scaling.py [--runs 3] [--sizes 1000,5000,20000,80000] [--strings 1,5]
-        [--dev] [--no-baml]
+        [--contracts 100,400,1600] [--dev] [--no-baml]
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus import TEMPLATE  # noqa: E402
 from venvs import baml_cli, wheel_python  # noqa: E402
 
 
@@ -113,12 +118,15 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--sizes", default="1000,5000,20000,80000")
     parser.add_argument("--strings", default="1,5", help="string sizes in MB")
+    parser.add_argument("--contracts", default="100,400,1600",
+                        help="numbers of generated contracts")
     parser.add_argument("--dev", action="store_true",
                         help="run luma from this interpreter, not from bench/.venv-wheel")
     parser.add_argument("--no-baml", action="store_true")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     strings = [float(s) for s in args.strings.split(",") if s]
+    contracts = [int(s) for s in args.contracts.split(",") if s]
 
     python = sys.executable if args.dev else str(wheel_python())
     baml = None if args.no_baml else baml_cli()
@@ -165,6 +173,16 @@ def main() -> int:
                          median([run_once(command) for _ in range(args.runs)],
                                 peak_mb(command)))
 
+        programs: dict[int, tuple[int, Measured]] = {}
+        for n in contracts:
+            path = folder / f"contracts-{n}.luma"
+            path.write_text("".join(TEMPLATE.format(n=i) for i in range(n)), encoding="utf-8")
+            command = [python, "-m", "luma", "check", str(path)]
+            programs[n] = (path.stat().st_size,
+                           median([run_once(command) for _ in range(args.runs)],
+                                  peak_mb(command)))
+            print(f"  {n} contracts: luma {programs[n][1].cpu_s:.3f} s CPU", file=sys.stderr)
+
     print(f"python: {python}")
     print(f"cores: {os.cpu_count()}, load average before: {load[0]:.2f} {load[1]:.2f} "
           f"{load[2]:.2f}, after: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
@@ -196,6 +214,18 @@ def main() -> int:
         print(f"| {mb:g} MB | {size / 1e6:.1f} MB | {m.wall_s:.2f} s | {m.cpu_s:.2f} s | "
               f"{m.peak_mb:.0f} MB | "
               f"{(m.peak_mb - start_up.peak_mb) * 1024 * 1024 / size:.1f} |")
+    if programs:
+        print()
+        print("| contracts | file | wall | CPU | peak memory | CPU per contract, start-up left out "
+              "| slope |")
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        previous = None
+        for n, (size, m) in programs.items():
+            work = m.cpu_s - start_up.cpu_s
+            print(f"| {n:,} | {size / 1e6:.1f} MB | {m.wall_s:.2f} s | {m.cpu_s:.2f} s | "
+                  f"{m.peak_mb:.0f} MB | {work / n * 1000:.2f} ms | "
+                  f"{slope(previous[0], previous[1], n, work) if previous else '-'} |")
+            previous = (n, work)
     return 0
 
 
