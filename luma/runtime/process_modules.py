@@ -51,6 +51,9 @@ START_TIMEOUT_S = 30.0
 CLEAN_ENVIRONMENT = {"LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8",
                      "PYTHONDONTWRITEBYTECODE": "1", "MALLOC_ARENA_MAX": "2"}
 
+#: One encoder for every call (``json.dumps`` with options builds a new one each time).
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
 _BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
          "from luma.runtime.process_child import main; main()")
 _LUMA_ROOT = str(Path(__file__).resolve().parents[2])
@@ -231,7 +234,7 @@ class ProcessModule:
     def _write(self, child: _Child, message: dict[str, Any]) -> bool:
         stdin = child.process.stdin
         assert stdin is not None
-        data = json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n"
+        data = _ENCODER.encode(message).encode("utf-8") + b"\n"
         try:
             with self.lock:
                 stdin.write(data)
