@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -369,6 +370,60 @@ def test_calls_from_two_threads_after_a_crash_start_one_child(project: Project) 
     for thread in threads:
         thread.join()
     assert sorted(map(str, answers)) == ["{'text': 'a'}", "{'text': 'b'}"]
+
+
+def test_answers_are_read_on_the_calling_loop_without_a_thread_hop(project: Project) -> None:
+    """The child's answers are read by the event loop that waits for them: twenty calls hand
+    nothing from another thread to that loop (``call_soon_threadsafe``)."""
+    import asyncio
+
+    project.write("tools.py", """
+        def probe(input):
+            return {"text": input["name"]}
+    """)
+    project.config(policy=process())
+    handler = project.load().registry.handlers["probe"]
+    hops: list[object] = []
+
+    async def calls() -> list[object]:
+        loop = asyncio.get_running_loop()
+        real = loop.call_soon_threadsafe
+
+        def counted(callback: Any, *args: Any, **kwargs: Any) -> Any:
+            hops.append(callback)
+            return real(callback, *args, **kwargs)
+
+        loop.call_soon_threadsafe = counted  # type: ignore[method-assign]
+        return [await handler({"name": str(i)}, None, None) for i in range(20)]
+
+    assert asyncio.run(calls()) == [{"text": str(i)} for i in range(20)]
+    assert hops == []
+
+
+def test_an_answer_that_comes_after_its_run_has_ended_spares_the_process(
+        project: Project) -> None:
+    """A call given up on (here by its run's own timeout) whose run ends before the child
+    answers: no loop waits for that answer any more, yet it is read before the grace time is
+    up, so the child, which did answer, is not killed."""
+    import asyncio
+
+    from luma.runtime.process_modules import KILL_GRACE_S
+
+    project.write("tools.py", """
+        REAL = getattr(print.__self__, '__imp' + 'ort__')
+
+        def probe(input):
+            if input["name"] == "nap":
+                REAL("time").sleep(0.2)
+            return {"text": str(REAL("os").getpid())}
+    """)
+    project.config(policy=process())
+    handler = project.load().registry.handlers["probe"]
+    first = asyncio.run(handler({"name": "pid"}, None, None))
+    with pytest.raises(asyncio.TimeoutError):
+        asyncio.run(asyncio.wait_for(handler({"name": "nap"}, None, None), 0.05))
+    time.sleep(KILL_GRACE_S + 0.3)  # past the moment a child that still owes it is killed
+    assert asyncio.run(handler({"name": "pid"}, None, None)) == first
 
 
 def test_datasource_bridges_in_a_process_module_are_a_start_error(project: Project) -> None:

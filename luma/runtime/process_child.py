@@ -102,11 +102,14 @@ def _load(start: dict[str, Any]) -> dict[str, Any]:
     return {name: HandlerInvoker(handler, name) for name, handler in module.handlers.items()}
 
 
+#: One encoder for every answer (``json.dumps`` with options builds a new one per call).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
 def _send(protocol: IO[str], lock: threading.Lock, message: dict[str, Any]) -> None:
-    line = json.dumps(message, ensure_ascii=False, allow_nan=False)
+    line = _ENCODER.encode(message) + "\n"
     with lock:
-        protocol.write(line + "\n")
-        protocol.flush()
+        protocol.write(line)  # the stream is line-buffered: this line goes out at once
 
 
 class Child:

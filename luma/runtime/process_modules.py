@@ -5,7 +5,9 @@ starts, and hands the tool pipeline one ``async`` proxy handler per tool. A call
 to the child (``id``, ``tool``, ``input``, ``needs`` and, with a timeout, ``deadline``: the
 milliseconds left); the child answers with one line carrying the same ``id`` and a result
 (``ok``), a typed error (``tool_error``), output that is not JSON (``invalid``), a failure,
-``timeout`` or ``cpu_limit``. Calls are multiplexed over the pipes by ``id``.
+``timeout`` or ``cpu_limit``. Calls are multiplexed over the pipes by ``id``; the answers are
+read by the event loop of the run that waits for them (no thread in between); a thread of
+Luma's waits for each child to end.
 
 The child gets a clean environment, the module's folder as its working folder, no file
 descriptor but its standard streams, ``max_memory_mb`` as its ``RLIMIT_AS`` and, while
@@ -21,13 +23,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
 import signal as signals
 import subprocess
 import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,18 +51,116 @@ START_TIMEOUT_S = 30.0
 CLEAN_ENVIRONMENT = {"LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8",
                      "PYTHONDONTWRITEBYTECODE": "1", "MALLOC_ARENA_MAX": "2"}
 
+#: One encoder for every call (``json.dumps`` with options builds a new one each time).
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
 _BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
          "from luma.runtime.process_child import main; main()")
 _LUMA_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 class _Child:
-    """One start of a module's process, and the calls waiting for its answers."""
+    """One start of a module's process, the calls waiting for its answers, and the reading of
+    them: on the event loop of each run that calls it (``add_reader``), no thread in between."""
 
-    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], module: ProcessModule,
+                 rest: bytes) -> None:
+        assert process.stdout is not None
         self.process = process
+        self.lock = module.lock  # the module's: it guards ``pending`` and ``module.child`` too
+        # weakly: a module nobody uses any more is collected, and its finalizer ends the child
+        self.module = weakref.ref(module)
+        self.limit: int | None = module.start_message["max_memory_mb"]
+        self.out = process.stdout.fileno()
+        os.set_blocking(self.out, False)
+        self.buffer = bytearray(rest)  # the start of an answer not yet whole
         self.pending: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
+        # the loops that read its answers; a registration holds this object, and so the pipe:
+        # its descriptor's number cannot go to another file while a loop still watches it
+        self.watching: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
         self.retiring = False  # it said it will end (past its memory or CPU time limit)
+        self.ended = False  # the process has ended, and the calls left were failed
+
+    def watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Read the answers on ``loop`` from now on (a loop with a call waiting reads them, so
+        an answer never waits for another thread, nor for a loop that is not running)."""
+        if loop not in self.watching:
+            loop.add_reader(self.out, self.readable, loop)
+            with self.lock:
+                self.watching.add(loop)
+
+    def readable(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self.read(loop):  # the end of its output: nothing more to watch for
+            loop.remove_reader(self.out)
+            with self.lock:
+                self.watching.discard(loop)
+
+    def read(self, loop: asyncio.AbstractEventLoop | None = None) -> bool:
+        """Hand each answer the child has written to the call waiting for it (from any thread;
+        ``loop`` is the one running here); returns whether its output has ended."""
+        with self.lock:
+            chunk = self._chunk()
+            answers = self._answers(chunk)
+        for waiting, message in answers:
+            _settle(waiting, message, loop)
+        return chunk == b""
+
+    def finish(self) -> None:
+        """Wait (on a thread of its own) for the child to end; then hand out what it wrote
+        before it ended and fail the calls still waiting."""
+        code = self.process.wait()
+        answers = []
+        with self.lock:
+            while chunk := self._chunk():
+                answers += self._answers(chunk)
+            self.ended = True
+            module = self.module()
+            if module is not None and module.child is self:
+                module.child = None
+            left, self.pending = self.pending, {}
+        del module
+        for waiting, message in answers:
+            _settle(waiting, message)
+        text = f"the tool module's process ended ({_ending(code)})"
+        if self.limit is not None and code in (-signals.SIGSEGV, -signals.SIGABRT,
+                                               -signals.SIGBUS):
+            text += (f"; its memory is limited by tool_module_policy.max_memory_mb "
+                     f"({self.limit} MB)")
+        # ended past a CPU limit with every call it took answered: the rest never reached it
+        ending = {"resend": True} if code == EXIT_IDLE else {"failure": text,
+                                                              "exception": "ProcessEnded"}
+        for waiting in left.values():
+            _settle(waiting, dict(ending))
+
+    def _chunk(self) -> bytes | None:
+        """What the pipe holds (``b""`` at its end, ``None`` when it is empty); under the
+        lock."""
+        try:
+            return os.read(self.out, 1 << 16)
+        except BlockingIOError:  # nothing yet, or another loop has read it
+            return None
+        except OSError:
+            return b""
+
+    def _answers(self, chunk: bytes | None) -> list[tuple[tuple[asyncio.AbstractEventLoop,
+                                                               asyncio.Future[Any]],
+                                                         dict[str, Any]]]:
+        """The calls ``chunk`` completes answers for, with their answers; under the lock."""
+        if not chunk:
+            return []
+        self.buffer += chunk
+        answers = []
+        while (end := self.buffer.find(b"\n")) >= 0:
+            message = _parse(self.buffer[:end])
+            del self.buffer[:end + 1]
+            if message is None or "id" not in message:
+                continue
+            if message.get("restart"):
+                self.retiring = True  # the next call starts a new process
+            waiting = self.pending.pop(message["id"], None)
+            if waiting is not None:
+                answers.append((waiting, message))
+        return answers
 
 
 class ProcessModule:
@@ -98,7 +198,8 @@ class ProcessModule:
             process.stdin.flush()
         except OSError:
             pass  # the child is gone already: its first line says why
-        first = _parse(process.stdout.readline())
+        line, rest = _first_line(process.stdout.fileno())
+        first = _parse(line)
         if first is None or "ready" not in first:
             process.kill()
             process.wait()
@@ -109,22 +210,19 @@ class ProcessModule:
                                   f"process: {_ending(process.returncode)}.", self.written)
         self.tools = list(first["ready"])
         self.warnings = list(first.get("warnings", []))
-        child = _Child(process)
+        child = _Child(process, self, rest)
         with self.lock:
             self.child = child
-        # The reader holds the module weakly: a module nobody uses any more is collected, and
-        # its finalizer ends the child.
-        threading.Thread(target=_read, args=(weakref.ref(self), self.lock, child,
-                                             self.start_message["max_memory_mb"]),
-                         daemon=True, name=f"luma-process-{self.written}").start()
-        self.children[:] = [c for c in self.children if c.process.poll() is None] + [child]
+        threading.Thread(target=child.finish, daemon=True,
+                         name=f"luma-process-{self.written}").start()
+        self.children[:] = [c for c in self.children if not c.ended] + [child]
         return child
 
     def _running(self) -> _Child:
         with self.start_lock:  # calls that find the child gone start one new child
             with self.lock:
                 child = self.child
-            if child is None or child.retiring or child.process.poll() is not None:
+            if child is None or child.retiring or child.ended:
                 return self.launch()  # started again for this call
             return child
 
@@ -136,7 +234,7 @@ class ProcessModule:
     def _write(self, child: _Child, message: dict[str, Any]) -> bool:
         stdin = child.process.stdin
         assert stdin is not None
-        data = json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n"
+        data = _ENCODER.encode(message).encode("utf-8") + b"\n"
         try:
             with self.lock:
                 stdin.write(data)
@@ -164,21 +262,24 @@ class ProcessModule:
         child = self._running()
         if self.one_thread and child.pending and _given_up(child):
             child = await self._settled(child)
+        child.watch(loop)
         call_id = next(self.ids)
         future: asyncio.Future[Any] = loop.create_future()
         with self.lock:
-            child.pending[call_id] = (loop, future)
+            ended = child.ended
+            if not ended:
+                child.pending[call_id] = (loop, future)
         message = {"id": call_id, "tool": tool, "input": value, "needs": needs}
         deadline = CALL_DEADLINE.get()
         if deadline is not None:  # the milliseconds left: the child's clock and CPU limit
             message["deadline"] = max(0, round((deadline - time.monotonic()) * 1000))
-        if not self._write(child, message):
+        if ended or not self._write(child, message):
             with self.lock:
                 child.pending.pop(call_id, None)
             raise RemoteFailure(f"the tool module's process ended "
                                 f"({_ending(child.process.wait())})", "ProcessEnded")
         try:
-            answer = await future
+            answer: dict[str, Any] = await future
         except asyncio.CancelledError:
             reason = getattr(signal, "reason", None) or "cancelled"
             self._write(child, {"cancel": call_id, "reason": reason})
@@ -195,7 +296,7 @@ class ProcessModule:
         stopped, taking the new call down with it, so the process is retired (its input
         closed: it ends) and the new call starts a new one."""
         waited = 0.0
-        while _given_up(child) and child.process.poll() is None and waited < SETTLE_WAIT_S:
+        while _given_up(child) and not child.ended and waited < SETTLE_WAIT_S:
             await asyncio.sleep(SETTLE_POLL_S)
             waited += SETTLE_POLL_S
         if _given_up(child):
@@ -211,6 +312,7 @@ class ProcessModule:
 
     def _kill_if_pending(self, child: _Child, call_id: int) -> None:
         """The child has not answered a cancelled call in time: it ignores its Signal."""
+        child.read()  # an answer no loop is watching for any more (its run has ended)
         with self.lock:
             still = call_id in child.pending  # the answer removes it
         if still and child.process.poll() is None:
@@ -277,39 +379,6 @@ def _given_up(child: _Child) -> bool:
     return any(future.done() for _, future in list(child.pending.values()))
 
 
-def _read(ref: Callable[[], ProcessModule | None], lock: threading.Lock, child: _Child,
-          limit: int | None) -> None:
-    """Hand each answer of ``child`` to the call waiting for it; when the child ends, fail the
-    calls still waiting."""
-    out = child.process.stdout
-    assert out is not None
-    for line in out:
-        message = _parse(line)
-        if message is None or "id" not in message:
-            continue
-        with lock:
-            if message.get("restart"):
-                child.retiring = True  # the next call starts a new process
-            waiting = child.pending.pop(message["id"], None)
-        if waiting is not None:
-            _settle(waiting, message)
-    code = child.process.wait()
-    module = ref()
-    with lock:
-        if module is not None and module.child is child:
-            module.child = None
-        left, child.pending = child.pending, {}
-    del module
-    text = f"the tool module's process ended ({_ending(code)})"
-    if limit is not None and code in (-signals.SIGSEGV, -signals.SIGABRT, -signals.SIGBUS):
-        text += f"; its memory is limited by tool_module_policy.max_memory_mb ({limit} MB)"
-    # ended past a CPU limit with every call it took answered: the rest never reached it
-    ending = {"resend": True} if code == EXIT_IDLE else {"failure": text,
-                                                          "exception": "ProcessEnded"}
-    for waiting in left.values():
-        _settle(waiting, dict(ending))
-
-
 def _stop_all(children: list[_Child]) -> None:
     """End every child still running: the end of its input first, then a kill."""
     for child in children:
@@ -345,8 +414,12 @@ def _answer(answer: dict[str, Any]) -> Any:
 
 
 def _settle(waiting: tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]],
-            message: dict[str, Any]) -> None:
+            message: dict[str, Any], running: asyncio.AbstractEventLoop | None = None) -> None:
     loop, future = waiting
+    if loop is running:  # read on the call's own loop: no hop
+        if not future.done():
+            future.set_result(message)
+        return
 
     def land() -> None:
         if not future.done():
@@ -358,7 +431,19 @@ def _settle(waiting: tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]],
         pass  # that run's loop has closed
 
 
-def _parse(line: bytes) -> dict[str, Any] | None:
+def _first_line(fd: int) -> tuple[bytes, bytes]:
+    """The child's first line (its tools, or why it did not load), and what came after it."""
+    data = b""
+    while b"\n" not in data:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        data += chunk
+    line, _, rest = data.partition(b"\n")
+    return line, rest
+
+
+def _parse(line: bytes | bytearray) -> dict[str, Any] | None:
     try:
         message = json.loads(line)
     except ValueError:
