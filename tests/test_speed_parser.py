@@ -239,6 +239,14 @@ def test_a_generated_contract_parses_as_lark_parses_it() -> None:
     "x = 1e999",
     "x = \"a {b} c\"  \n  ",
     "x = 1 # no",
+    "x\r",
+    "return\nelse",
+    "throw\n else",
+    "x = a\n  else",
+    "if a { b }\n// c\nelse { c }",
+    "try { a }\n\n catch e { b }\ncatch = 1",
+    "x = a\rb",
+    "x = 1\r\n\r\ny = 2\r",
     "x = a andb",
     "for x inxs { }",
     "schema D = A | B taggedby kind",
@@ -330,6 +338,33 @@ def test_parentheses_past_the_stack_are_parsed_by_the_tables() -> None:
     assert descent_result(text) is descent.Declined
     program, diagnostics = parse_text(text)
     assert diagnostics == [] and program == tables_result(text, "<input>")
+
+
+_WORDS = ["x", "y", "f", "else", "catch", "and", "or", "not", "ask", "tool", "using", "schema",
+          "fn", "agent", "model", "test", "mock", "check", "assert", "returns", "throws", "if",
+          "for", "in", "return", "try", "throw", "true", "null", "enum", "map", "needs",
+          "tagged", "by", "query", "command", "datasource", "S", "int", "string"]
+_MARKS = [*"{}()[]:,.=@|?<>+-*/%", "->", "==", "!=", "\n", "\n", "\n", " ", ",\n", '"s"',
+          '"{x}"', '"""l"""', "1", "2.5", "\r\n", "// c\n", "/* c */", "\r", "\n else",
+          "\ncatch"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_what_the_descent_takes_from_token_soup_the_tables_parse_the_same(seed: int) -> None:
+    """Many short random texts of words and marks, compared with the tables only (quicker than
+    Lark): whatever the descent parses, the tables parse into the same tree."""
+    import random
+
+    rng = random.Random(seed)
+    taken = 0
+    for _ in range(20000):
+        text = " ".join(rng.choice(_WORDS if rng.random() < 0.5 else _MARKS)
+                        for _ in range(rng.randint(1, 14)))
+        by_descent = descent_result(text)
+        if by_descent is not descent.Declined:
+            taken += 1
+            assert by_descent == outcome(tables_result, text), text
+    assert taken > 100  # the texts do reach the descent's programs
 
 
 def test_a_syntax_error_is_described_by_lark() -> None:

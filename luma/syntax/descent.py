@@ -13,16 +13,17 @@ a syntax error, a string with a bad escape, a number past its limit, nesting pas
 is ``a and roid`` there) — it gives up (``Declined``), and the program is parsed again by the
 tables, whose answer (the AST, or the diagnostic) is the one given.
 
-Tokens. One regular expression, made of the grammar's own terminals in Lark's order, splits
-the text into tokens; spaces and comments before a token go with it. A token is its text: a
-word (a name, or a keyword where the grammar takes that keyword there), a number, a string,
-punctuation, ``"\\n"`` for a newline that separates entries, ``"else"`` and ``"catch"`` with
-the newlines before them (the grammar's ``_ELSE`` and ``CATCH``). The newline rules of
-``lexer.py`` are applied while splitting: a newline after an operator, ``=``, ``:``, ``,``, an
-opening bracket or another newline, inside ``( )`` and ``[ ]``, and at the start of the file is
-dropped. After ``and``, ``or``, ``not``, ``ask``, ``tool`` and ``using`` it is kept but marked:
-those words continue the line only where they are keywords, which the parser knows when it
-takes them.
+Tokens. One regular expression, made of the grammar's own terminals, splits the text into
+tokens; spaces and comments before a token go with it. A token is its text: a word (a name, or
+a keyword where the grammar takes that keyword there), a number, a string, punctuation,
+``"\\n"`` for a newline that separates entries. ``else`` and ``catch`` after newlines that
+would separate are one token, ``"\\nelse"`` and ``"\\ncatch"``, which only ``if`` and ``try``
+take (the grammar's ``_ELSE`` and ``CATCH``, whose terminals hold the newlines). The newline
+rules of ``lexer.py`` are applied while splitting: a newline after an operator, ``=``, ``:``,
+``,``, an opening bracket or another newline, inside ``( )`` and ``[ ]``, and at the start of
+the file is dropped. After ``and``, ``or``, ``not``, ``ask``, ``tool`` and ``using`` it is kept
+but marked: those words continue the line only where they are keywords, which the parser knows
+when it takes them.
 """
 
 from __future__ import annotations
@@ -95,6 +96,8 @@ _BINARY = {"or": 1, "and": 2, "==": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4
 _EXPRESSION_WORDS = frozenset(("not", "ask", "true", "false", "null", "tool"))
 _LITERALS = {"true": True, "false": False, "null": None}
 _STATEMENT_ENDS = frozenset(("\n", ",", "}", _END))
+_ELSE = frozenset(("else", "\nelse"))
+_CATCH = frozenset(("catch", "\ncatch"))
 
 
 def tokens(text: str) -> tuple[list[str], list[int], set[int]]:
@@ -110,14 +113,17 @@ def tokens(text: str) -> tuple[list[str], list[int], set[int]]:
         role = _ROLES.get(tok)
         if role is None:
             first = tok[0]
-            if first == "\n" or first == "\r":
+            if first == "\n" or first == "\r" and tok != "\r":  # a lone \r is no newline
                 last = tok[-1]
+                dropped = continues is True or brackets and brackets[-1] != "{"
                 if last == "e" or last == "h":  # newlines and `else` / `catch`: one token
                     word = "else" if last == "e" else "catch"
-                    toks.append(word)
                     starts.append(pos + len(tok) - len(word))
+                    # where the newlines would separate, only `if` and `try` take the word
+                    # with them (elsewhere they are a newline and a name: the tables decide)
+                    toks.append(word if dropped else "\n" + word)
                     continues = False
-                elif continues is True or brackets and brackets[-1] != "{":
+                elif dropped:
                     pass
                 else:
                     if continues:
@@ -601,7 +607,9 @@ class _Descent:
             self.i += 1
             body = self._block(test)
             height = self.h
-            self._expect("catch")
+            if toks[self.i] not in _CATCH:
+                raise Declined
+            self.i += 1
             err = self._name()
             handler = self._block(test)
             self._nest(max(height, self.h) + 1)
@@ -672,7 +680,7 @@ class _Descent:
         then = self._block(test)
         height = max(height, self.h)
         orelse: tuple[ast.Stmt, ...] | None = None
-        if self.toks[self.i] == "else":
+        if self.toks[self.i] in _ELSE:
             self.i += 1
             tok = self.toks[self.i]
             if tok == "{":
