@@ -243,11 +243,11 @@ class _Descent:
         if tok == "tool" and self._tool_declared():
             return self._tool("tool")
         if tok == "model":
-            return self._model()
+            return self._configured(ast.ModelDecl)  # type: ignore[no-any-return]
         if tok == "agent":
             return self._agent()
         if tok == "datasource":
-            return self._datasource()
+            return self._configured(ast.DatasourceDecl)  # type: ignore[no-any-return]
         if tok == "query" or tok == "command":
             return self._tool(tok)
         if tok == "test":
@@ -284,16 +284,7 @@ class _Descent:
             tag = self._name()
             return ast.UnionDecl(toks[name], tuple(members), toks[tag], self._span(first, tag),
                                  self._tok(name), self._tok(tag))
-        self._expect("{")
-        fields = []
-        while toks[self.i] != "}":
-            fields.append(self._field())
-            tok = toks[self.i]
-            if tok == "\n" or tok == ",":
-                self.i += 1
-            elif tok != "}":
-                raise Declined
-        self.i += 1
+        fields = self._separated(self._field)
         return ast.SchemaDecl(toks[name], tuple(fields), self._span(first, self.i - 1),
                               self._tok(name))
 
@@ -316,7 +307,7 @@ class _Descent:
         self.i = i + 2
         type_ = self._type()
         end = type_.span.end
-        annotations = ()
+        annotations: tuple[ast.Annotation, ...] = ()
         if toks[self.i] == "@":
             annotations = self._annotations()
             end = annotations[-1].span.end
@@ -369,9 +360,7 @@ class _Descent:
         if kind == "tool" or self.toks[self.i] == "->":
             self._expect("->")
             returns = self._type()
-        config: list[ast.ConfigEntry] = []
-        needs: list[ast.NeedsDecl] = []
-        self._entries(self._tool_entry, config, needs)
+        config, needs = self._entries("needs", self._needs)
         span = self._span(first, self.i - 1)
         if kind == "tool":
             return ast.ToolDecl(self.toks[name], params, returns, tuple(config), tuple(needs),
@@ -383,32 +372,47 @@ class _Descent:
         return ast.ToolDecl(self.toks[name], params, returns, tuple(config), tuple(needs),
                             span, self._tok(name), kind, offsets)
 
-    def _tool_entry(self, config: list[ast.ConfigEntry], needs: list[ast.NeedsDecl]) -> None:
-        if self.toks[self.i] != "needs":
-            config.append(self._config())
-            return
+    def _needs(self) -> ast.NeedsDecl:
         first = self.i
         self.i += 1
         name = self._name()
         self._expect(":")
         type_ = self._type()
-        needs.append(ast.NeedsDecl(self.toks[name], type_,
-                                   Span(self.file, self.starts[first], type_.span.end),
-                                   self._tok(name)))
+        return ast.NeedsDecl(self.toks[name], type_,
+                             Span(self.file, self.starts[first], type_.span.end),
+                             self._tok(name))
 
-    def _entries(self, entry, *into) -> None:  # type: ignore[no-untyped-def]
-        """``{ entry sep entry ... }``: a newline or a comma between entries, one after the
-        last allowed."""
+    def _entries(self, keyword: str = "", entry: Any = None) -> tuple[list[ast.ConfigEntry],
+                                                                     list[Any]]:
+        """``{ entry sep entry ... }``: the config entries, and what ``entry`` makes of each
+        entry ``keyword`` begins."""
+        def one() -> Any:
+            return entry() if self.toks[self.i] == keyword else self._config()
+
+        items = self._separated(one)
+        config = [x for x in items if type(x) is ast.ConfigEntry]
+        return config, [x for x in items if type(x) is not ast.ConfigEntry]
+
+    def _separated(self, item: Any, commas: bool = True) -> list[Any]:
+        """``{ item sep item ... }``, the braces taken: a newline (or, with ``commas``, a comma)
+        between items, one after the last allowed. The items' largest height is left in
+        ``h``."""
         self._expect("{")
         toks = self.toks
+        items = []
+        height = 0
         while toks[self.i] != "}":
-            entry(*into)
+            items.append(item())
+            if self.h > height:
+                height = self.h
             tok = toks[self.i]
-            if tok == "\n" or tok == ",":
+            if tok == "\n" or tok == "," and commas:
                 self.i += 1
             elif tok != "}":
                 raise Declined
         self.i += 1
+        self.h = height
+        return items
 
     def _config(self) -> ast.ConfigEntry:
         key = self._name()
@@ -418,41 +422,24 @@ class _Descent:
                                Span(self.file, self.starts[key], value.span.end),
                                self._tok(key))
 
-    def _config_into(self, config: list[ast.ConfigEntry]) -> None:
-        config.append(self._config())
-
-    def _model(self) -> ast.ModelDecl:
+    def _configured(self, kind: Any) -> Any:
+        """``model NAME { config }`` or ``datasource NAME { config }``: a ``kind`` node."""
         first = self.i
         self.i += 1
         name = self._name()
-        config: list[ast.ConfigEntry] = []
-        self._entries(self._config_into, config)
-        return ast.ModelDecl(self.toks[name], tuple(config), self._span(first, self.i - 1),
-                             self._tok(name))
-
-    def _datasource(self) -> ast.DatasourceDecl:
-        first = self.i
-        self.i += 1
-        name = self._name()
-        config: list[ast.ConfigEntry] = []
-        self._entries(self._config_into, config)
-        return ast.DatasourceDecl(self.toks[name], tuple(config),
-                                  self._span(first, self.i - 1), self._tok(name))
+        config, _ = self._entries()
+        return kind(self.toks[name], tuple(config), self._span(first, self.i - 1),
+                    self._tok(name))
 
     def _agent(self) -> ast.AgentDecl:
         first = self.i
         self.i += 1
         name = self._name()
-        config: list[ast.ConfigEntry] = []
-        fns: list[ast.FnDecl] = []
-        self._entries(self._agent_entry, config, fns)
+        config, fns = self._entries("fn", self._fn)
         return ast.AgentDecl(self.toks[name], tuple(config), tuple(fns),
                              self._span(first, self.i - 1), self._tok(name))
 
-    def _agent_entry(self, config: list[ast.ConfigEntry], fns: list[ast.FnDecl]) -> None:
-        if self.toks[self.i] != "fn":
-            config.append(self._config())
-            return
+    def _fn(self) -> ast.FnDecl:
         first = self.i
         self.i += 1
         name = self._name()
@@ -462,8 +449,8 @@ class _Descent:
             self.i += 1
             returns = self._type()
         body = self._block(False)
-        fns.append(ast.FnDecl(self.toks[name], params, returns, body,
-                              self._span(first, self.i - 1), self._tok(name)))
+        return ast.FnDecl(self.toks[name], params, returns, body, self._span(first, self.i - 1),
+                          self._tok(name))
 
     def _test(self) -> ast.TestDecl:
         first = self.i
@@ -471,28 +458,21 @@ class _Descent:
         name = self.i
         name_text = self._string_token(name)
         self.i += 1
-        self._expect("{")
-        toks = self.toks
-        models: list[ast.TestModel] = []
-        body: list[ast.TestStmt] = []
-        while toks[self.i] != "}":
-            if toks[self.i] == "model":
-                start = self.i
-                self.i += 1
-                self._expect(":")
-                model = self._name()
-                models.append(ast.TestModel(toks[model], self._span(start, model),
-                                            self._tok(model)))
-            else:
-                body.append(self._statement(True))
-            tok = toks[self.i]
-            if tok == "\n":
-                self.i += 1
-            elif tok != "}":
-                raise Declined
-        self.i += 1
-        return ast.TestDecl(self._const_string(name_text, name), tuple(models), tuple(body),
+        entries = self._separated(self._test_entry, commas=False)
+        models = tuple(e for e in entries if type(e) is ast.TestModel)
+        body = tuple(e for e in entries if type(e) is not ast.TestModel)
+        return ast.TestDecl(self._const_string(name_text, name), models, body,
                             self._span(first, self.i - 1), self._tok(name))
+
+    def _test_entry(self) -> ast.TestModel | ast.TestStmt:
+        if self.toks[self.i] != "model":
+            return self._statement(True)
+        first = self.i
+        self.i += 1
+        self._expect(":")
+        model = self._name()
+        self.h = 0
+        return ast.TestModel(self.toks[model], self._span(first, model), self._tok(model))
 
     # types --------------------------------------------------------------------------------
     def _type(self) -> ast.TypeExpr:
@@ -567,25 +547,9 @@ class _Descent:
 
     # statements ---------------------------------------------------------------------------
     def _block(self, test: bool) -> tuple[ast.Stmt, ...]:
-        """``{ statement sep statement ... }``; leaves the block's span's end at
-        ``self.i - 1`` and its height in ``h``. In a test's blocks only a newline
-        separates."""
-        self._expect("{")
-        toks = self.toks
-        stmts: list[Any] = []  # a test's blocks hold its mocks and assertions too
-        height = 0
-        while toks[self.i] != "}":
-            stmts.append(self._statement(test))
-            if self.h > height:
-                height = self.h
-            tok = toks[self.i]
-            if tok == "\n" or tok == "," and not test:
-                self.i += 1
-            elif tok != "}":
-                raise Declined
-        self.i += 1
-        self.h = height
-        return tuple(stmts)
+        """``{ statement sep statement ... }``, its height left in ``h``; in a test's blocks only
+        a newline separates (a test's own statements may be mocks and assertions)."""
+        return tuple(self._separated(lambda: self._statement(test), commas=not test))
 
     def _statement(self, test: bool) -> ast.TestStmt:
         toks = self.toks
@@ -870,30 +834,19 @@ class _Descent:
 
     def _object(self) -> ast.ObjectLit:
         first = self.i
-        self.i += 1
-        toks = self.toks
-        entries = []
-        height = 0
-        while toks[self.i] != "}":
-            key = self.i
-            tok = toks[key]
-            if tok[0] in _WORD_START:
-                text = tok
-            else:
-                text = self._const_string(self._string_token(key), key)
-            self.i += 1
-            self._expect(":")
-            value = self._expr()
-            if self.h > height:
-                height = self.h
-            entries.append(ast.ObjectEntry(text, value,
-                                           Span(self.file, self.starts[key], value.span.end),
-                                           self._tok(key)))
-            tok = toks[self.i]
-            if tok == "\n" or tok == ",":
-                self.i += 1
-            elif tok != "}":
-                raise Declined
-        self.i += 1
-        self._nest(height + 1)
+        entries = self._separated(self._object_entry)
+        self._nest(self.h + 1)
         return ast.ObjectLit(tuple(entries), self._span(first, self.i - 1))
+
+    def _object_entry(self) -> ast.ObjectEntry:
+        key = self.i
+        tok = self.toks[key]
+        if tok[0] in _WORD_START:
+            text = tok
+        else:
+            text = self._const_string(self._string_token(key), key)
+        self.i += 1
+        self._expect(":")
+        value = self._expr()
+        return ast.ObjectEntry(text, value, Span(self.file, self.starts[key], value.span.end),
+                               self._tok(key))
