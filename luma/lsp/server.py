@@ -110,7 +110,7 @@ def _offset(source: SourceFile, position: lsp.Position) -> int:
     while col < len(line) and units < position.character:
         units += _units(line[col])
         col += 1
-    starts = source._line_starts
+    starts = source.line_starts
     if position.line >= len(starts):
         return len(source.text)
     return starts[position.line] + col

@@ -41,30 +41,39 @@ class SourceFile(Record):
     def __init__(self, path: str, text: str) -> None:
         self.path = path
         self.text = text
-        starts = [0]
-        i = text.find("\n")
-        while i >= 0:
-            starts.append(i + 1)
-            i = text.find("\n", i + 1)
-        self._line_starts = starts
+        self._line_starts: list[int] | None = None  # found when first asked: a clean check never
+
+    @property
+    def line_starts(self) -> list[int]:
+        """The offset where each line starts."""
+        starts = self._line_starts
+        if starts is None:
+            starts = [0]
+            text = self.text
+            i = text.find("\n")
+            while i >= 0:
+                starts.append(i + 1)
+                i = text.find("\n", i + 1)
+            self._line_starts = starts
+        return starts
 
     def line_col(self, offset: int) -> tuple[int, int]:
         """1-based line and column of ``offset`` (clamped to the file)."""
         offset = max(0, min(offset, len(self.text)))
-        line = bisect.bisect_right(self._line_starts, offset) - 1
-        return line + 1, offset - self._line_starts[line] + 1
+        line = bisect.bisect_right(self.line_starts, offset) - 1
+        return line + 1, offset - self.line_starts[line] + 1
 
     def line_text(self, line: int) -> str:
         """The text of 1-based ``line`` without its newline."""
-        if line < 1 or line > len(self._line_starts):
+        if line < 1 or line > len(self.line_starts):
             return ""
-        start = self._line_starts[line - 1]
+        start = self.line_starts[line - 1]
         end = self.text.find("\n", start)
         return (self.text[start:] if end < 0 else self.text[start:end]).rstrip("\r")
 
     @property
     def line_count(self) -> int:
-        return len(self._line_starts)
+        return len(self.line_starts)
 
     def span(self, start: int, end: int) -> Span:
         return Span(self.path, start, end)
