@@ -65,11 +65,11 @@ _KEYWORD_AFTER_NEWLINES = "(?:(?:catch|else)(?![A-Za-z0-9_]))?"
 _TERMINALS = "|".join(_plain(tables.TERMINALS[k]) + (_KEYWORD_AFTER_NEWLINES if k == "_NL" else "")
                       for k in _ORDER)
 _COMMENT = f"{tables.TERMINALS['BLOCK_COMMENT']}|{tables.TERMINALS['LINE_COMMENT']}"
-_IGNORED = f"[\\t \\f]*(?:(?:{_COMMENT})[\\t \\f]*)*"
-# (what is skipped, the token): the skipped part is atomic so that it never gives back the
-# end of a comment to make a token of it; a character no terminal matches is a token of one
-# character, which nothing accepts.
-_SPLIT = re.compile(f"((?>{_IGNORED}))({_TERMINALS}|[^\\t \\f])").findall
+# (what is skipped, the token): the skipped part is possessive (never gives back the end of a
+# comment to make a token of it; as an atomic group it is much slower in Python's re); a
+# character no terminal matches is a token of one character, which nothing accepts.
+_IGNORED = f"[\\t \\f]*+(?:(?:{_COMMENT})[\\t \\f]*+)*+"
+_SPLIT = re.compile(f"({_IGNORED})({_TERMINALS}|[^\\t \\f])").findall
 _IGNORED_TO_END = re.compile(_IGNORED).fullmatch
 _NEWLINES = re.compile(tables.TERMINALS["_NL"]).match
 
