@@ -249,10 +249,9 @@ def check_command(argv: Sequence[str], whole_process: bool = False) -> int:
         _check_parser().error(f"config {what}: {args.config}")
 
     import gc
-    from pathlib import Path
 
     from luma.check.host import HostCheck
-    from luma.compile import check_files, find_luma_files
+    from luma.compile import check_files, find_luma_paths
     from luma.syntax.diagnostics import Diagnostic
     from luma.syntax.render import render, source_lookup
     from luma.syntax.source import SourceFile
@@ -260,17 +259,17 @@ def check_command(argv: Sequence[str], whole_process: bool = False) -> int:
     if whole_process:
         gc.freeze()  # what the imports made lives until exit: no collection need look at it again
 
-    found, missing = find_luma_files(paths, exclude=args.exclude)
+    found, missing = find_luma_paths(paths, exclude=args.exclude)
     if missing:  # vanished since the check above
         _check_parser().error(f"path does not exist: {missing[0]}")
     unique = {os.path.realpath(f): f for f in reversed(found)}  # a file named twice is checked once
     files = [f for f in found if unique.get(os.path.realpath(f)) is f]
-    host = HostCheck(list(args.tool_module), Path(args.config) if args.config else None)
+    host = HostCheck(list(args.tool_module), args.config or None)
     diagnostics: list[Diagnostic] = []
     sources: list[SourceFile] = []
     unreadable: list[str] = []
 
-    def host_needs_program(path: Path) -> bool:  # it has a config or tool modules to check
+    def host_needs_program(path: str) -> bool:  # it has a config or tool modules to check
         return bool(args.tool_module) or host.config_of(path) is not None
 
     for path, checked in check_files(files, keep_program=host_needs_program):
