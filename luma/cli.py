@@ -250,6 +250,13 @@ def check_command(argv: Sequence[str], whole_process: bool = False) -> int:
 
     import gc
 
+    collecting = gc.isenabled()
+    if whole_process:
+        # What the imports make (modules, classes, functions) lives until exit: no collection
+        # need look at it, during the imports or after.
+        gc.disable()
+    import luma.check
+    import luma.syntax.parse  # noqa: F401 (the front end, which check_files imports on use)
     from luma.check.host import HostCheck
     from luma.compile import check_files, find_luma_paths
     from luma.syntax.diagnostics import Diagnostic
@@ -257,7 +264,9 @@ def check_command(argv: Sequence[str], whole_process: bool = False) -> int:
     from luma.syntax.source import SourceFile
 
     if whole_process:
-        gc.freeze()  # what the imports made lives until exit: no collection need look at it again
+        gc.freeze()
+        if collecting:
+            gc.enable()
 
     found, missing = find_luma_paths(paths, exclude=args.exclude)
     if missing:  # vanished since the check above
