@@ -9,7 +9,6 @@ past the last character of the span.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from luma.record import Record
@@ -192,6 +191,8 @@ def _visible(text: str) -> str:
 
 def _width(text: str) -> int:
     """Terminal columns of ``text``: wide characters take two, combining marks none."""
+    import unicodedata  # here: a clean check shows no snippet
+
     total = 0
     for ch in text:
         if unicodedata.combining(ch):
