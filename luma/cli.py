@@ -271,8 +271,13 @@ def check_command(argv: Sequence[str], whole_process: bool = False) -> int:
     found, missing = find_luma_paths(paths, exclude=args.exclude)
     if missing:  # vanished since the check above
         _check_parser().error(f"path does not exist: {missing[0]}")
-    unique = {os.path.realpath(f): f for f in reversed(found)}  # a file named twice is checked once
-    files = [f for f in found if unique.get(os.path.realpath(f)) is f]
+    files: list[str] = []
+    named: set[str] = set()
+    for f in found:  # a file named twice is checked once, where it is first named
+        real = os.path.realpath(f)
+        if real not in named:
+            named.add(real)
+            files.append(f)
     host = HostCheck(list(args.tool_module), args.config or None)
     diagnostics: list[Diagnostic] = []
     sources: list[SourceFile] = []

@@ -70,3 +70,13 @@ def test_the_order_is_that_of_the_folders_then_the_names(tree: Path) -> None:
 def test_exclude_applies_to_the_strings_found(tree: Path) -> None:
     found, _ = find_luma_paths(["tree"], exclude=["tree/a", "*.luma/*"])
     assert found == ["tree/Upper.luma", "tree/a-c/x.luma", "tree/link.luma", "tree/top.luma"]
+
+
+def test_a_file_named_twice_is_checked_once(tree: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from luma.cli import main
+
+    monkeypatch.chdir(tree / "tree")
+    path = "top.luma"  # the same string twice, and the same file by other names and a link
+    assert main(["check", path, path, "./top.luma", str(tree / "tree" / "link.luma")]) == 0
+    assert capsys.readouterr().err == "checked 1 file: no problems\n"
