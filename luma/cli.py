@@ -252,11 +252,12 @@ def check_command(argv: Sequence[str], whole_process: bool = False) -> int:
 
     collecting = gc.isenabled()
     if whole_process:
-        # What the imports make (modules, classes, functions) lives until exit: no collection
-        # need look at it, during the imports or after.
+        # What the imports below make (modules, classes, functions) lives until exit: no
+        # collection need look at it, while they run or after.
         gc.disable()
-    import luma.check
-    import luma.syntax.parse  # noqa: F401 (the front end, which check_files imports on use)
+    # The checker and the parser too, which check_files would import on first use.
+    import luma.check  # noqa: F401
+    import luma.syntax.parse  # noqa: F401
     from luma.check.host import HostCheck
     from luma.compile import check_files, find_luma_paths
     from luma.syntax.diagnostics import Diagnostic
