@@ -249,31 +249,38 @@ def check_command(argv: Sequence[str], whole_process: bool = False) -> int:
         _check_parser().error(f"config {what}: {args.config}")
 
     import gc
-    from pathlib import Path
 
+    if whole_process:
+        # A check makes no cyclic garbage to speak of: what the imports below make lives until
+        # exit, and each file's tree is freed when the file is done. A collection walks every
+        # object alive (over a large program collections took a third of the time), so the
+        # process runs without them; its peak memory is the same.
+        gc.disable()
+    # The checker and the parser too, which check_files would import on first use.
+    import luma.check  # noqa: F401
+    import luma.syntax.parse  # noqa: F401
     from luma.check.host import HostCheck
-    from luma.compile import check_files, find_luma_files
+    from luma.compile import check_files, find_luma_paths
     from luma.syntax.diagnostics import Diagnostic
     from luma.syntax.render import render, source_lookup
     from luma.syntax.source import SourceFile
 
-    if whole_process:
-        # A check makes no cyclic garbage to speak of (the trees are freed as each file is done),
-        # and each collection walks every node alive: over a large program, collections took a
-        # third of the time. The process runs without them (its peak memory is the same).
-        gc.disable()
-
-    found, missing = find_luma_files(paths, exclude=args.exclude)
+    found, missing = find_luma_paths(paths, exclude=args.exclude)
     if missing:  # vanished since the check above
         _check_parser().error(f"path does not exist: {missing[0]}")
-    unique = {os.path.realpath(f): f for f in reversed(found)}  # a file named twice is checked once
-    files = [f for f in found if unique.get(os.path.realpath(f)) is f]
-    host = HostCheck(list(args.tool_module), Path(args.config) if args.config else None)
+    files: list[str] = []
+    named: set[str] = set()
+    for f in found:  # a file named twice is checked once, where it is first named
+        real = os.path.realpath(f)
+        if real not in named:
+            named.add(real)
+            files.append(f)
+    host = HostCheck(list(args.tool_module), args.config or None)
     diagnostics: list[Diagnostic] = []
     sources: list[SourceFile] = []
     unreadable: list[str] = []
 
-    def host_needs_program(path: Path) -> bool:  # it has a config or tool modules to check
+    def host_needs_program(path: str) -> bool:  # it has a config or tool modules to check
         return bool(args.tool_module) or host.config_of(path) is not None
 
     for path, checked in check_files(files, keep_program=host_needs_program):

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 
 from luma.record import Record
 from luma.syntax import ast
 from luma.syntax.diagnostics import Diagnostic
 from luma.syntax.source import SourceFile
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:  # luma check works on paths as strings: pathlib costs its start-up
+    from pathlib import Path
+    from typing import TypeVar
+
+    FilePath = TypeVar("FilePath", str, Path)
 
 
 class CheckedFile(Record):
@@ -58,20 +64,61 @@ def find_luma_files(paths: list[str],
                     exclude: Sequence[str] = ()) -> tuple[list[Path], list[str]]:
     """The ``.luma`` files named by ``paths`` (folders searched recursively, sorted) that no
     ``exclude`` glob matches (:func:`is_excluded`), and the paths that do not exist."""
-    found: list[Path] = []
+    from pathlib import Path
+
+    found, missing = find_luma_paths(paths, exclude)
+    return [Path(f) for f in found], missing
+
+
+def find_luma_paths(paths: list[str],
+                    exclude: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+    """:func:`find_luma_files` with the files as strings, written as ``str(Path(...))`` would
+    write them, in the same order."""
+    found: list[str] = []
     missing: list[str] = []
     for p in paths:
-        path = Path(p)
-        if path.is_dir():
-            found.extend(sorted(f for f in path.rglob("*.luma") if f.is_file()
-                                and not any(part.startswith(".") for part in f.parts[len(path.parts):])))
-        elif path.is_file():
+        path = _written_as_path(p)
+        if os.path.isdir(path):
+            found.extend(sorted(_luma_files_in(path), key=lambda f: f.split(os.sep)))
+        elif os.path.isfile(path):
             found.append(path)
         else:
             missing.append(p)
     if exclude:
-        found = [f for f in found if not is_excluded(f, exclude)]
+        from pathlib import Path
+
+        found = [f for f in found if not is_excluded(Path(f), exclude)]
     return found, missing
+
+
+def _written_as_path(path: str) -> str:
+    """``path`` as ``str(Path(path))``: no empty or ``.`` parts, no trailing separator."""
+    if os.altsep:
+        path = path.replace(os.altsep, os.sep)
+    drive, rest = os.path.splitdrive(path)
+    root = os.sep if rest.startswith(os.sep) else ""
+    if rest.startswith(os.sep * 2) and not rest.startswith(os.sep * 3) and not drive:
+        root = os.sep * 2  # POSIX keeps exactly two leading slashes
+    parts = [part for part in rest.split(os.sep) if part and part != "."]
+    return drive + root + os.sep.join(parts) or "."
+
+
+def _luma_files_in(folder: str) -> Iterator[str]:
+    """The ``*.luma`` files under ``folder``, as ``Path(folder).rglob`` finds them (symbolic links
+    to folders not followed), leaving out hidden files and folders."""
+    prefix = "" if folder == "." else folder if folder.endswith(os.sep) else folder + os.sep
+    try:
+        with os.scandir(folder) as entries:
+            listed = list(entries)
+    except PermissionError:
+        return
+    for entry in listed:
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            yield from _luma_files_in(prefix + entry.name)
+        elif os.path.normcase(entry.name).endswith(".luma") and entry.is_file():
+            yield prefix + entry.name
 
 
 def is_excluded(path: Path, patterns: Sequence[str]) -> bool:
@@ -79,6 +126,7 @@ def is_excluded(path: Path, patterns: Sequence[str]) -> bool:
     the name of either — as written and relative to the working folder. ``*`` also matches
     ``/``; a leading ``./`` and a trailing ``/`` of a pattern are ignored."""
     from fnmatch import fnmatchcase
+    from pathlib import Path
 
     globs = [g.removeprefix("./").rstrip("/") or "." for g in patterns]
     forms = [path]
@@ -99,8 +147,9 @@ def is_excluded(path: Path, patterns: Sequence[str]) -> bool:
 PARALLEL_MIN_BYTES = 256 * 1024
 
 
-def check_files(paths: Sequence[Path], keep_program: Callable[[Path], bool] = lambda p: True,
-                jobs: int | None = None) -> Iterator[tuple[Path, CheckedFile | OSError]]:
+def check_files(paths: Sequence[FilePath],
+                keep_program: Callable[[FilePath], bool] = lambda p: True, jobs: int | None = None,
+                ) -> Iterator[tuple[FilePath, CheckedFile | OSError]]:
     """Check ``paths``; yield each path, in order, with its ``CheckedFile`` or the ``OSError``
     that kept it from being read.
 
@@ -122,7 +171,7 @@ def check_files(paths: Sequence[Path], keep_program: Callable[[Path], bool] = la
         yield _check_one((path, keep_program(path)))
 
 
-def _total_size(paths: Sequence[Path]) -> int:
+def _total_size(paths: Sequence[str | Path]) -> int:
     total = 0
     for path in paths:
         try:
@@ -134,7 +183,7 @@ def _total_size(paths: Sequence[Path]) -> int:
     return total
 
 
-def _check_one(task: tuple[Path, bool]) -> tuple[Path, CheckedFile | OSError]:
+def _check_one(task: tuple[FilePath, bool]) -> tuple[FilePath, CheckedFile | OSError]:
     path, keep = task
     try:
         checked = check_file(path)
@@ -149,11 +198,12 @@ def _check_one(task: tuple[Path, bool]) -> tuple[Path, CheckedFile | OSError]:
     return path, checked
 
 
-def _not_checked(path: Path, exc: Exception) -> CheckedFile:
+def _not_checked(path: str | Path, exc: Exception) -> CheckedFile:
     """The result for a file the front end failed on: one located error that says so."""
     from luma.syntax.source import Span
 
-    text = path.read_bytes().decode("utf-8", errors="replace")
+    with open(path, "rb") as f:
+        text = f.read().decode("utf-8", errors="replace")
     return CheckedFile(SourceFile(str(path), text), None, [Diagnostic(
         "error", "INTERNAL_ERROR", f"Luma could not check this file: internal error "
         f"({type(exc).__name__}: {exc}).", Span(str(path), 0, 0),

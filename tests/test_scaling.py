@@ -299,24 +299,6 @@ def test_each_default_is_validated_against_a_schema_the_size_of_its_field(
     assert sizes[1] <= 4.05 * sizes[0]
 
 
-def test_luma_check_as_the_process_runs_without_collections(tmp_path: Path) -> None:
-    """``luma check`` as the whole process turns the cyclic collector off (each collection
-    walked every node alive: a third of the time on a large program); as a call from a program
-    that goes on, it leaves the collector alone."""
-    import subprocess
-
-    path = tmp_path / "big.luma"
-    path.write_text(contracts(40), encoding="utf-8")
-    program = ("import gc, sys\n"
-               "from luma.cli import check_command\n"
-               "code = check_command([sys.argv[1]], whole_process=sys.argv[2] == 'process')\n"
-               "print(code, gc.isenabled())\n")
-    for mode, enabled in (("process", "False"), ("call", "True")):
-        done = subprocess.run([sys.executable, "-c", program, str(path), mode],
-                              capture_output=True, text=True, timeout=120)
-        assert done.stdout.split() == ["0", enabled], done.stderr
-
-
 def test_a_bad_placeholder_keeps_its_text() -> None:
     lit = parse_string('"a {b c} d"', 10, "t.luma")
     assert lit.value == "a {b c} d"

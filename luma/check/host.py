@@ -12,7 +12,7 @@ however many programs use it, and each of its problems is reported once.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from luma.record import Record
 from luma.syntax import ast
@@ -21,6 +21,7 @@ from luma.syntax.source import SourceFile, Span
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:  # imported on use: a check without tool modules does not load the runtime
+    from pathlib import Path  # nor pathlib: a program without a config is checked with strings
     from typing import Any
 
     from luma.runtime.modules import ToolModule
@@ -73,9 +74,10 @@ class HostCheck(Record):
     __match_args__ = ("tool_modules", "config")
     __hash__ = None  # type: ignore[assignment]
 
-    def __init__(self, tool_modules: list[str] | None = None, config: Path | None = None) -> None:
+    def __init__(self, tool_modules: list[str] | None = None,
+                 config: str | Path | None = None) -> None:
         self.tool_modules = [] if tool_modules is None else tool_modules
-        self.config = config
+        self.config = None if config is None else os.fspath(config)
         self._modules: dict[Path, ToolModule | None] = {}  # None: failed
         self._configs: dict[Path, _Config | None] = {}  # None: broken
         self._reported: set[tuple[str, str, str, int]] = set()
@@ -88,23 +90,27 @@ class HostCheck(Record):
         under a diagnostic may hold a token)."""
         return report if self._secrets is None else self._secrets.redact(report)
 
-    def config_of(self, program_path: str | Path) -> Path | None:
+    def config_of(self, program_path: str | Path) -> str | None:
         """The config file a run of the program would read, if any."""
         if self.config is not None:
             return self.config
-        beside = Path(program_path).parent / CONFIG_NAME
-        return beside if beside.is_file() else None
+        beside = os.path.join(os.path.dirname(program_path), CONFIG_NAME)
+        return beside if os.path.isfile(beside) else None
 
     def check(self, program: ast.Program, program_path: str | Path) -> list[Diagnostic]:
         """The host diagnostics of one program: none, and nothing imported, when it has no
         config and no tool modules."""
         out: list[Diagnostic] = []
-        project = Path(program_path).resolve().parent
         config_path = self.config_of(program_path)
+        if config_path is None and not self.tool_modules:
+            return out
+        from pathlib import Path
+
+        project = Path(program_path).resolve().parent
         configured: list[_ConfigEntry] = []
         config: _Config | None = None
         if config_path is not None:
-            config = self._config(config_path, out)
+            config = self._config(Path(config_path), out)
             if config is None:
                 return out  # the config is broken (reported): which handlers exist is unknown
             out += _context_problems(program, config)
@@ -168,8 +174,6 @@ class HostCheck(Record):
         what a run's start would refuse: a server that does not answer (E041, at its entry),
         a contract that disagrees with its server (E057, at the tool). The servers' tools, or
         None when a server did not answer."""
-        import os
-
         from luma.runtime.mcp_host import connect_mcp_servers, missing_extra
         from luma.runtime.secrets import SecretRedactor, register_startup_secrets
 
@@ -197,6 +201,8 @@ class HostCheck(Record):
 
     def _load(self, path: Path, entry: _ConfigEntry | None, project: Path,
               out: list[Diagnostic]) -> ToolModule | None:
+        from pathlib import Path
+
         from luma.runtime.modules import ToolModuleError, load_tool_module, not_a_module_file
 
         key = path.resolve()
@@ -283,7 +289,8 @@ class HostCheck(Record):
     def _source(self, path: str) -> SourceFile:
         if path not in self._texts:
             try:
-                text = Path(path).read_bytes().decode("utf-8", errors="replace")
+                with open(path, "rb") as f:
+                    text = f.read().decode("utf-8", errors="replace")
             except OSError:
                 text = ""
             # The same text the renderer reads for this path, so offsets agree.

@@ -43,10 +43,12 @@ from luma.record import Record
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 REASONING_PROVIDERS = ("openai", "azure")
 
-_O_SERIES = re.compile(r"o[0-9]")
+# Patterns for re.match, which compiles each on first use (and keeps it): the checker imports
+# this module for every program, and only a model with sampling or reasoning keys needs them.
+_O_SERIES = r"o[0-9]"
 # gpt-5.N, and gpt-5-N as Azure deployments spell it (not a dated gpt-5-2025-08-07)
-_GPT5_MINOR = re.compile(r"gpt-5[.-]([0-9]{1,2})(?![0-9])(.*)")
-_GPT_MAJOR = re.compile(r"gpt-([0-9]+)(?![0-9.])")
+_GPT5_MINOR = r"gpt-5[.-]([0-9]{1,2})(?![0-9])(.*)"
+_GPT_MAJOR = r"gpt-([0-9]+)(?![0-9.])"
 _NO_SAMPLING_CLAUDE = ("claude-fable-5", "claude-mythos-5", "claude-opus-4-7", "claude-opus-4-8",
                        "claude-opus-5", "claude-sonnet-5")
 
@@ -80,17 +82,17 @@ def reasoning_of(model_id: str | None, override: bool | None = None) -> Reasonin
     if not model_id:
         return None
     name = model_id.strip().lower()
-    if _O_SERIES.match(name):
+    if re.match(_O_SERIES, name):
         return ALWAYS
     if name.startswith("gpt-5-chat"):
         return None
-    minor = _GPT5_MINOR.match(name)
+    minor = re.match(_GPT5_MINOR, name)
     if minor is not None:
         number, rest = int(minor.group(1)), minor.group(2)
         if rest.startswith(("-chat", "-pro")) or (number == 1 and rest.startswith("-codex")):
             return ALWAYS
         return OPT_IN if number <= 4 else DEFAULT_ON
-    major = _GPT_MAJOR.match(name)
+    major = re.match(_GPT_MAJOR, name)
     if major is not None and int(major.group(1)) >= 5:
         return ALWAYS
     return None
@@ -98,14 +100,14 @@ def reasoning_of(model_id: str | None, override: bool | None = None) -> Reasonin
 
 def takes_parallel_tool_calls(model_id: str | None) -> bool:
     """The o-series refuses ``parallel_tool_calls`` (it makes one call per turn anyway)."""
-    return not _O_SERIES.match((model_id or "").strip().lower())
+    return not re.match(_O_SERIES, (model_id or "").strip().lower())
 
 
 def tools_need_no_reasoning(model_id: str | None, override: bool | None = None) -> bool:
     """Whether Chat Completions refuses function tools while this model reasons."""
     if override is not None or not model_id:
         return False
-    minor = _GPT5_MINOR.match(model_id.strip().lower())
+    minor = re.match(_GPT5_MINOR, model_id.strip().lower())
     if minor is None:
         return False
     rest = minor.group(2)

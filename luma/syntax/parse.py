@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import gc
 import re
-from pathlib import Path
 
 from luma.limits import MAX_NESTING, MAX_SAFE_INTEGER
 from luma.syntax import ast, descent, tables
@@ -28,6 +27,7 @@ from luma.syntax.strings import StringProblem, parse_string, value_offsets
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
     from lark import Lark

@@ -9,13 +9,15 @@ past the last character of the span.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 
 from luma.record import Record
 from luma.syntax.diagnostics import Diagnostic
 from luma.syntax.source import SourceFile, Span
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at run time
+if TYPE_CHECKING:  # imported by the renderers that write paths: the text report needs none
+    from pathlib import Path
 
 SourceLookup = Callable[[str], "SourceFile | None"]
 
@@ -33,7 +35,8 @@ def source_lookup(known: Mapping[str, SourceFile] | Iterable[SourceFile] = ()) -
     def lookup(path: str) -> SourceFile | None:
         if path not in cache:
             try:
-                text = Path(path).read_bytes().decode("utf-8", errors="replace")
+                with open(path, "rb") as f:
+                    text = f.read().decode("utf-8", errors="replace")
             except OSError:
                 cache[path] = None
             else:
@@ -188,6 +191,8 @@ def _visible(text: str) -> str:
 
 def _width(text: str) -> int:
     """Terminal columns of ``text``: wide characters take two, combining marks none."""
+    import unicodedata  # here: a clean check shows no snippet
+
     total = 0
     for ch in text:
         if unicodedata.combining(ch):
@@ -232,6 +237,8 @@ def render_github(diagnostics: Sequence[Diagnostic], sources: SourceLookup, *,
     The hint and related notes follow the message on lines of their own (encoded as ``%0A``).
     GitHub places an annotation by a path relative to the workspace, so an absolute path inside
     ``root`` (default: the current folder) is written relative to it."""
+    from pathlib import Path
+
     base = (Path(root) if root is not None else Path.cwd()).resolve()
     out = []
     for d in diagnostics:
@@ -269,6 +276,7 @@ def render_sarif(diagnostics: Sequence[Diagnostic], sources: SourceLookup, *,
     one result per diagnostic. File URIs are relative to ``root`` (default: the current folder)
     with ``uriBaseId`` ``%SRCROOT%``; a file outside it gets an absolute ``file:`` URI."""
     import json
+    from pathlib import Path
 
     from luma.version import __version__
     from luma.check.codes import CODES
@@ -318,6 +326,7 @@ def _sarif_physical(span: Span, sources: SourceLookup, base: Path) -> dict[str, 
 
 
 def _sarif_artifact(file: str, base: Path) -> dict[str, str]:
+    from pathlib import Path
     from urllib.parse import quote
 
     path = Path(file)
