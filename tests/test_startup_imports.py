@@ -90,3 +90,21 @@ def test_a_check_as_the_process_runs_no_collection(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code, "call"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     assert done.stderr.splitlines()[-1].endswith(" True"), done.stderr[-2000:]
+
+
+def test_a_program_the_descent_parses_reads_no_parse_table(tmp_path: Path) -> None:
+    """The large parse tables and what the table runner derives from them (its regular
+    expression of every terminal, the per-state lexers, the rules' shapes) are made on the first
+    program the recursive descent declines: a clean check reads none of them."""
+    program = tmp_path / "program.luma"
+    code = ("import sys\nfrom luma.cli import main\n"
+            f"code = main(['check', {str(program)!r}])\n"
+            "import luma.syntax.parse as parse, luma.syntax.tables as tables\n"
+            "print(code, sorted(n for n in ('LEXERS', 'ACTIONS', 'RULES') if n in vars(tables)),"
+            " parse._RUNNER is not None, file=sys.stderr)\n")
+    for text, expected in ((CLEAN, "0 [] False"),
+                           ("schema S {\n  a int\n}\n", "1 ['ACTIONS', 'LEXERS', 'RULES'] True")):
+        program.write_text(text, encoding="utf-8")
+        done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=60)
+        assert done.stderr.splitlines()[-1] == expected, done.stderr[-2000:]

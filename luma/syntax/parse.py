@@ -123,20 +123,6 @@ def _alternation(names: tuple[str, ...]) -> str:
     return "|".join(f"(?P<{n}>{tables.TERMINALS[n]})" for n in names)
 
 
-# One regular expression tries every terminal in Lark's order. A state's own lexer (only the
-# terminals that state accepts, keywords it does not accept lexed as NAME) finds the same token
-# whenever the tables say so (``tablegen._fast_kinds``); otherwise that lexer's own expression,
-# compiled on first use, decides.
-# A run of a skippable ignored terminal (spaces) before a token is taken with it: every state's
-# lexer would find that run, and ignore it, first (``tablegen._skippable_run``).
-_SKIPPED_RUN = (f"(?:{tables.TERMINALS[tables.SKIP_BEFORE_TOKEN]})?"
-                if tables.SKIP_BEFORE_TOKEN else "")
-_MASTER = re.compile(f"{_SKIPPED_RUN}(?:{_alternation(tables.MASTER)})").match
-_STATE_FAST: list[dict[str, str]] = [tables.LEXERS[i][2] for i in tables.STATE_LEXER]
-_STATE_KEYWORDS: list[frozenset[str]] = [
-    frozenset(tables.LEXERS[i][1]) for i in tables.STATE_LEXER]
-_STATE_REGEX: dict[int, Any] = {}
-
 # What the newline post-lexer (lexer.py) does with a kind of token.
 _SKIP, _NEWLINE, _OPEN, _CLOSE = 0, 1, 2, 3
 _LAYOUT: dict[str, tuple[int, str]] = {
@@ -145,23 +131,6 @@ _LAYOUT: dict[str, tuple[int, str]] = {
     "LPAR": (_OPEN, "("), "LSQB": (_OPEN, "["), "LBRACE": (_OPEN, "{"),
     "RPAR": (_CLOSE, "("), "RSQB": (_CLOSE, "["), "RBRACE": (_CLOSE, "{"),
 }
-
-
-def _state_lex(state: int, text: str, pos: int) -> tuple[str, int]:
-    """The kind and end of the token at ``pos``, lexed as the state's own lexer does."""
-    lexer = tables.STATE_LEXER[state]
-    match = _STATE_REGEX.get(lexer)
-    if match is None:
-        match = _STATE_REGEX[lexer] = re.compile(_alternation(tables.LEXERS[lexer][0])).match
-    m = match(text, pos)
-    if m is None:
-        raise NoParse
-    kind: str = m.lastgroup or ""
-    if kind == "NAME":
-        keyword = tables.KEYWORDS.get(m.group())
-        if keyword is not None and keyword in _STATE_KEYWORDS[state]:
-            kind = keyword
-    return kind, m.end()
 
 
 # The rules whose node is one level of nesting (``MAX_NESTING``), and what the level is called
@@ -201,35 +170,83 @@ def _rule_steps() -> list[tuple[str, int, Any, Any, int, bool, bool, bool, bool]
     return steps
 
 
-# (state below, state on top, lookahead) -> the state on top after every unit reduction the
-# lookahead causes there; a chain like postfix -> unary -> ... -> expr becomes one step.
-_UNIT_CHAINS: dict[tuple[int, int, str], int] = {}
+class _Runner:
+    """What running the tables needs beyond them, made on the first program the descent
+    declines (one it parses needs none of it, nor the large tables)."""
+
+    def __init__(self) -> None:
+        # One regular expression tries every terminal in Lark's order. A state's own lexer
+        # (only the terminals that state accepts, keywords it does not accept lexed as NAME)
+        # finds the same token whenever the tables say so (``tablegen._fast_kinds``); otherwise
+        # that lexer's own expression, compiled on first use, decides.
+        # A run of a skippable ignored terminal (spaces) before a token is taken with it: every
+        # state's lexer would find that run, and ignore it, first (``tablegen._skippable_run``).
+        skipped = (f"(?:{tables.TERMINALS[tables.SKIP_BEFORE_TOKEN]})?"
+                   if tables.SKIP_BEFORE_TOKEN else "")
+        self.master = re.compile(f"{skipped}(?:{_alternation(tables.MASTER)})").match
+        self.state_fast: list[dict[str, str]] = [tables.LEXERS[i][2] for i in tables.STATE_LEXER]
+        self.state_keywords: list[frozenset[str]] = [
+            frozenset(tables.LEXERS[i][1]) for i in tables.STATE_LEXER]
+        self.state_regex: dict[int, Any] = {}
+        self.rules = _rule_steps()
+        # (state below, state on top, lookahead) -> the state on top after every unit
+        # reduction the lookahead causes there; a chain like postfix -> unary -> ... -> expr
+        # becomes one step.
+        self.unit_chains: dict[tuple[int, int, str], int] = {}
+
+    def state_lex(self, state: int, text: str, pos: int) -> tuple[str, int]:
+        """The kind and end of the token at ``pos``, lexed as the state's own lexer does."""
+        lexer = tables.STATE_LEXER[state]
+        match = self.state_regex.get(lexer)
+        if match is None:
+            match = self.state_regex[lexer] = re.compile(
+                _alternation(tables.LEXERS[lexer][0])).match
+        m = match(text, pos)
+        if m is None:
+            raise NoParse
+        kind: str = m.lastgroup or ""
+        if kind == "NAME":
+            keyword = tables.KEYWORDS.get(m.group())
+            if keyword is not None and keyword in self.state_keywords[state]:
+                kind = keyword
+        return kind, m.end()
+
+    def unit_chain(self, below: int, top: int, kind: str) -> int:
+        state = top
+        while True:
+            action = tables.ACTIONS[state].get(kind)
+            if action is None or action >= 0 or not self.rules[-1 - action][6]:
+                self.unit_chains[below, top, kind] = state
+                return state
+            state = tables.ACTIONS[below][self.rules[-1 - action][0]]
 
 
-def _unit_chain(below: int, top: int, kind: str) -> int:
-    state = top
-    while True:
-        action = tables.ACTIONS[state].get(kind)
-        if action is None or action >= 0 or not _RULES[-1 - action][6]:
-            _UNIT_CHAINS[below, top, kind] = state
-            return state
-        state = tables.ACTIONS[below][_RULES[-1 - action][0]]
+_RUNNER: _Runner | None = None
+
+
+def _runner() -> _Runner:
+    global _RUNNER
+    if _RUNNER is None:
+        _RUNNER = _Runner()
+    return _RUNNER
 
 
 def run_tables(text: str, file: str) -> ast.Program:
     """Parse ``text`` with the generated tables; raise ``NoParse`` where Lark raises a syntax
     error."""
     builder = _ToAst(file, text)
-    rules = _RULES
+    runner = _runner()
+    rules = runner.rules
     actions = tables.ACTIONS
     end_state = tables.END
-    master = _MASTER
-    state_fast = _STATE_FAST
-    state_keywords = _STATE_KEYWORDS
+    master = runner.master
+    state_lex = runner.state_lex
+    state_fast = runner.state_fast
+    state_keywords = runner.state_keywords
     keywords = tables.KEYWORDS
     layout = _LAYOUT
     continues = CONTINUES_AFTER
-    unit_chains = _UNIT_CHAINS
+    unit_chains = runner.unit_chains
 
     states: list[int] = [tables.START]
     values: list[Any] = []
@@ -244,13 +261,13 @@ def run_tables(text: str, file: str) -> ast.Program:
             word = None  # a name's text, once sliced to look it up among the keywords
             m = master(text, pos)
             if m is None:
-                kind, end = _state_lex(state, text, pos)
+                kind, end = state_lex(state, text, pos)
             else:
                 kind = m.lastgroup  # type: ignore[assignment]
                 pos = m.start(kind)
                 hidden = state_fast[state].get(kind)
                 if hidden is None or hidden and text[pos] in hidden:
-                    kind, end = _state_lex(state, text, pos)
+                    kind, end = state_lex(state, text, pos)
                 else:
                     end = m.end()
                     if kind == "NAME":
@@ -295,7 +312,7 @@ def run_tables(text: str, file: str) -> ast.Program:
             if unit:
                 below, top = states[-2], states[-1]
                 chain = unit_chains.get((below, top, kind))
-                states[-1] = _unit_chain(below, top, kind) if chain is None else chain
+                states[-1] = runner.unit_chain(below, top, kind) if chain is None else chain
                 continue
             if length == 1:
                 children = [values.pop()]
@@ -755,7 +772,6 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-_RULES = _rule_steps()
 
 __all__ = ["parse_source", "parse_text", "parse_file", "ParseFailure",
            "Token", "NoParse", "run_tables", "lark_parser"]

@@ -167,7 +167,8 @@ def generate(grammar: str) -> str:
         "Python's own bytecode files, as the lists and dicts ``json.loads`` would give: the\n"
         "quickest for Python to read (reading them as JSON cost ``luma check`` a tenth of its\n"
         "start-up, and the same data as literals takes Python 86 ms to compile where no bytecode\n"
-        "is kept). ``python -m luma.syntax.tablegen --show`` prints them as JSON.\n"
+        "is kept). They are read when first asked for: a program the recursive descent parses\n"
+        "needs none of them. ``python -m luma.syntax.tablegen --show`` prints them as JSON.\n"
         '"""\n',
         "# fmt: off",
         "# mypy: ignore-errors",
@@ -176,11 +177,22 @@ def generate(grammar: str) -> str:
         f"GRAMMAR_SHA256 = {digest!r}",
         f"LARK_VERSION = {lark.__version__!r}",
     ]
+    large = []
     for name, value in data.items():
         if isinstance(value, tuple) and value and isinstance(value[0], (tuple, dict)):
-            out.append(f"{name} = loads(\n{_bytes_lines(_marshalled(value))})")
+            large.append(name)
+            out.append(f"_{name} = (\n{_bytes_lines(_marshalled(value))})")
         else:
             out.append(f"{name} = {pprint.pformat(value, width=100, sort_dicts=False, compact=True)}")
+    out += [
+        "",
+        "",
+        "def __getattr__(name):",
+        "    if name not in " + repr(tuple(large)) + ":",
+        "        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')",
+        "    value = globals()[name] = loads(globals()['_' + name])",
+        "    return value",
+    ]
     return "\n".join(out) + "\n"
 
 

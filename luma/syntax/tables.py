@@ -5,7 +5,8 @@ The large tables (LEXERS, ACTIONS, RULES) are in ``marshal``'s format, the one o
 Python's own bytecode files, as the lists and dicts ``json.loads`` would give: the
 quickest for Python to read (reading them as JSON cost ``luma check`` a tenth of its
 start-up, and the same data as literals takes Python 86 ms to compile where no bytecode
-is kept). ``python -m luma.syntax.tablegen --show`` prints them as JSON.
+is kept). They are read when first asked for: a program the recursive descent parses
+needs none of them. ``python -m luma.syntax.tablegen --show`` prints them as JSON.
 """
 
 # fmt: off
@@ -114,7 +115,7 @@ KEYWORDS = {'agent': 'AGENT',
  'using': '_USING'}
 IGNORE = ('BLOCK_COMMENT', 'LINE_COMMENT', 'WS')
 SKIP_BEFORE_TOKEN = 'WS'
-LEXERS = loads(
+_LEXERS = (
     b'[B\x00\x00\x00[\x03\x00\x00\x00[\r\x00\x00\x00z\x05FLOATz\x0bLONG_STRINGz\x06STRINGz\x04NAMEz\rB'
     b'LOCK_COMMENTz\x03_NLz\x0cLINE_COMMENTz\x03INTz\x02WSz\x06LBRACEz\x04LPARz\x04LSQBz\x05MINUS[\x12'
     b'\x00\x00\x00z\x05AGENTz\x03ASKz\x07COMMANDz\nDATASOURCEz\x05FALSEz\x03FORz\x02IFz\x05MODELz\x03N'
@@ -441,7 +442,7 @@ STATE_LEXER = (0, 1, 2, 1, 1, 3, 3, 1, 4, 3, 5, 3, 4, 6, 7, 1, 8, 2, 3, 1, 9, 1,
  12, 12, 12)
 START = 0
 END = 50
-ACTIONS = loads(
+_ACTIONS = (
     b'[O\x03\x00\x00{\xfa\x04$ENDi\xf9\xff\xff\xff\xfa\x05AGENT\xe9\x01\x00\x00\x00\xfa\x03ASK\xe9\x02'
     b'\x00\x00\x00\xfa\x07COMMAND\xe9\x03\x00\x00\x00\xfa\nDATASOURCE\xe9\x04\x00\x00\x00\xfa\x05FALSE'
     b'\xe9\x05\x00\x00\x00\xfa\x05FLOAT\xe9\x06\x00\x00\x00\xfa\x03FOR\xe9\x07\x00\x00\x00\xfa\x02IF'
@@ -2184,7 +2185,7 @@ ACTIONS = loads(
     b'\xffr|\x00\x00\x00i\xad\xff\xff\xffr\x85\x00\x00\x00i\xad\xff\xff\xff0{r\x00\x00\x00\x00i\xd9'
     b'\xff\xff\xffr|\x00\x00\x00i\xd9\xff\xff\xffr\x85\x00\x00\x00i\xd9\xff\xff\xff0{r\x00\x00\x00\x00'
     b'i\xda\xff\xff\xffr|\x00\x00\x00i\xda\xff\xff\xffr\x85\x00\x00\x00i\xda\xff\xff\xff0')
-RULES = loads(
+_RULES = (
     b'[\x9b\x01\x00\x00[\x06\x00\x00\x00z\x05start\xe9\x03\x00\x00\x00z\x05start[\x03\x00\x00\x00[\x03'
     b'\x00\x00\x00\xe9\x00\x00\x00\x00Tr\x01\x00\x00\x00[\x03\x00\x00\x00\xe9\x01\x00\x00\x00Tr\x01'
     b'\x00\x00\x00[\x03\x00\x00\x00\xe9\x02\x00\x00\x00Fr\x01\x00\x00\x00r\x01\x00\x00\x00F[\x06\x00'
@@ -3833,3 +3834,10 @@ RULES = loads(
     b'\x00N[\x03\x00\x00\x00[\x03\x00\x00\x00r\x01\x00\x00\x00Tr\x01\x00\x00\x00[\x03\x00\x00\x00r\x02'
     b'\x00\x00\x00Fr\x01\x00\x00\x00[\x03\x00\x00\x00r\x03\x00\x00\x00Fr\x01\x00\x00\x00r\x01\x00\x00'
     b'\x00F')
+
+
+def __getattr__(name):
+    if name not in ('LEXERS', 'ACTIONS', 'RULES'):
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    value = globals()[name] = loads(globals()['_' + name])
+    return value
