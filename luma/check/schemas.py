@@ -56,19 +56,16 @@ def check_finite(symbols: Symbols, bag: DiagnosticBag) -> None:
     handler or model could ever produce one. Lists and maps may be empty and optional or
     defaulted fields may be absent, so only required fields of a declared type count. Reported
     on the schemas of the cycle, not on every schema that merely needs one of them."""
-    finite: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name in [*symbols.schemas, *symbols.unions]:
-            if name not in finite and _is_finite(name, symbols, finite):
-                finite.add(name)
-                changed = True
+    finite = _finite_types(symbols)
+    if len(finite) == len(symbols.schemas.keys() | symbols.unions.keys()):
+        return
+    cycle = _cycle_of(symbols, finite)
     for schema in symbols.schemas.values():
         if schema.name in finite:
             continue
         blocking = next(f for f in schema.fields if _blocks(f, symbols, finite))
-        if _reaches(blocking, schema.name, symbols, finite):
+        assert isinstance(blocking.type, ast.NamedType)
+        if cycle[blocking.type.name] == cycle[schema.name]:  # it leads back to the schema
             bag.error("E045", f"Schema '{schema.name}' has no finite value: its required field "
                       f"'{blocking.name}' can never be filled.", schema.name_span,
                       hint=f"make '{blocking.name}' optional ({blocking.name}?: ...) or a list",
@@ -76,39 +73,101 @@ def check_finite(symbols: Symbols, bag: DiagnosticBag) -> None:
                                                            f"'{schema.name}'"),))
 
 
-def _blocks(f: ast.Field, symbols: Symbols, finite: set[str]) -> bool:
-    """A required field whose declared type has no finite value (yet)."""
+def _required_type(f: ast.Field, symbols: Symbols) -> str | None:
+    """The declared type a field needs a value of, unless it is optional or defaulted."""
     if f.optional or f.annotation("default") is not None:
-        return False
+        return None
     t = f.type
-    return (isinstance(t, ast.NamedType) and symbols.is_type(t.name) and t.name not in finite)
+    return t.name if isinstance(t, ast.NamedType) and symbols.is_type(t.name) else None
 
 
-def _is_finite(name: str, symbols: Symbols, finite: set[str]) -> bool:
-    schema = symbols.schemas.get(name)
-    if schema is not None:
-        return not any(_blocks(f, symbols, finite) for f in schema.fields)
-    union = symbols.unions[name]
-    # a member that is not a declared schema is reported elsewhere; it does not block here
-    return any(m.name in finite or not symbols.is_type(m.name) for m in union.members)
+def _blocks(f: ast.Field, symbols: Symbols, finite: set[str]) -> bool:
+    """A required field whose declared type has no finite value."""
+    name = _required_type(f, symbols)
+    return name is not None and name not in finite
 
 
-def _reaches(start: ast.Field, target: str, symbols: Symbols, finite: set[str]) -> bool:
-    """Whether the blocking field ``start`` leads back to schema ``target``."""
-    pending = [start.type.name] if isinstance(start.type, ast.NamedType) else []
-    seen: set[str] = set()
-    while pending:
-        name = pending.pop()
-        if name == target:
-            return True
-        if name in seen:
+def _finite_types(symbols: Symbols) -> set[str]:
+    """The schemas and unions that have a finite value: a schema when every type its required
+    fields need has one, a union when one of its members has (or is no declared schema: that is
+    reported elsewhere). Worked from the ones that need nothing, each type once, so the cost is
+    the size of the program (a fixpoint over every type at each step was quadratic on a chain
+    of schemas)."""
+    waiting: dict[str, int] = {}  # how many more finite types a schema or union waits for
+    needed_by: dict[str, list[str]] = {}
+    ready: list[str] = []
+    for name, schema in symbols.schemas.items():
+        count = 0
+        for f in schema.fields:
+            needed = _required_type(f, symbols)
+            if needed is not None:
+                count += 1
+                needed_by.setdefault(needed, []).append(name)
+        waiting[name] = count
+        if count == 0:
+            ready.append(name)
+    for name, union in symbols.unions.items():
+        if name in symbols.schemas:
+            continue  # the schema of that name decides
+        if any(not symbols.is_type(m.name) for m in union.members):
+            ready.append(name)
             continue
-        seen.add(name)
+        waiting[name] = 1  # one finite member is enough
+        for m in union.members:
+            needed_by.setdefault(m.name, []).append(name)
+    finite: set[str] = set()
+    while ready:
+        name = ready.pop()
+        finite.add(name)
+        for other in needed_by.get(name, ()):
+            if other not in finite:
+                waiting[other] -= 1
+                if waiting[other] == 0:
+                    ready.append(other)
+    return finite
+
+
+def _cycle_of(symbols: Symbols, finite: set[str]) -> dict[str, int]:
+    """For each type without a finite value, the strongly connected part of the graph of what
+    blocks it (a schema's blocking fields, a union's members) it belongs to: two types in one
+    part lead to each other. Tarjan's algorithm, iterative (a chain of schemas may be longer
+    than Python's stack)."""
+    def edges(name: str) -> list[str]:
         schema = symbols.schemas.get(name)
         if schema is not None:
-            pending.extend(f.type.name for f in schema.fields
-                           if isinstance(f.type, ast.NamedType) and _blocks(f, symbols, finite))
-        elif name in symbols.unions:
-            pending.extend(m.name for m in symbols.unions[name].members
-                           if symbols.is_type(m.name))
-    return False
+            return [f.type.name for f in schema.fields  # type: ignore[union-attr]
+                    if _blocks(f, symbols, finite)]
+        return [m.name for m in symbols.unions[name].members]
+
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    part: dict[str, int] = {}
+    stack: list[str] = []
+    for root in [*symbols.schemas, *symbols.unions]:
+        if root in finite or root in index:
+            continue
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        work = [(root, iter(edges(root)))]
+        while work:
+            name, todo = work[-1]
+            step = next(todo, None)
+            if step is not None:
+                if step not in index:
+                    index[step] = low[step] = len(index)
+                    stack.append(step)
+                    work.append((step, iter(edges(step))))
+                elif step not in part:
+                    low[name] = min(low[name], index[step])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[name])
+            if low[name] == index[name]:
+                while True:
+                    member = stack.pop()
+                    part[member] = index[name]
+                    if member == name:
+                        break
+    return part
