@@ -8,6 +8,7 @@ from luma.check.names import check_declared_name, report_duplicates
 from luma.check.symbols import Symbols
 from luma.check.types import report_unknown_type
 from luma.syntax import ast
+from luma.graphs import strongly_connected
 from luma.syntax.diagnostics import DiagnosticBag, Related
 
 
@@ -128,10 +129,9 @@ def _finite_types(symbols: Symbols) -> set[str]:
 
 
 def _cycle_of(symbols: Symbols, finite: set[str]) -> dict[str, int]:
-    """For each type without a finite value, the strongly connected part of the graph of what
+    """For each type without a finite value, which strongly connected part of the graph of what
     blocks it (a schema's blocking fields, a union's members) it belongs to: two types in one
-    part lead to each other. Tarjan's algorithm, iterative (a chain of schemas may be longer
-    than Python's stack)."""
+    part lead to each other."""
     def edges(name: str) -> list[str]:
         schema = symbols.schemas.get(name)
         if schema is not None:
@@ -139,35 +139,6 @@ def _cycle_of(symbols: Symbols, finite: set[str]) -> dict[str, int]:
                     if _blocks(f, symbols, finite)]
         return [m.name for m in symbols.unions[name].members]
 
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    part: dict[str, int] = {}
-    stack: list[str] = []
-    for root in [*symbols.schemas, *symbols.unions]:
-        if root in finite or root in index:
-            continue
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        work = [(root, iter(edges(root)))]
-        while work:
-            name, todo = work[-1]
-            step = next(todo, None)
-            if step is not None:
-                if step not in index:
-                    index[step] = low[step] = len(index)
-                    stack.append(step)
-                    work.append((step, iter(edges(step))))
-                elif step not in part:
-                    low[name] = min(low[name], index[step])
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[name])
-            if low[name] == index[name]:
-                while True:
-                    member = stack.pop()
-                    part[member] = index[name]
-                    if member == name:
-                        break
-    return part
+    unfinished = [n for n in [*symbols.schemas, *symbols.unions] if n not in finite]
+    return {name: number for number, part in enumerate(strongly_connected(unfinished, edges))
+            for name in part}

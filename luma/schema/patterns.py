@@ -30,6 +30,8 @@ from typing import Any
 import re._constants as sre  # type: ignore[import-not-found]  # a pattern as re reads it
 import re._parser as sre_parse  # type: ignore[import-not-found]
 
+from luma.graphs import strongly_connected
+
 # Past this many steps the analysis stops and calls the pattern too complex to be sure of.
 _WORK_LIMIT = 300_000
 # A bounded repetition ``x{2,5}`` is written out as that many copies when it stays this small;
@@ -254,7 +256,7 @@ class _Automaton:
 
     # ---------------------------------------------------------------------- analysis
     def matching_time(self) -> MatchingTime:
-        components = _components(len(self.labels), lambda p: self.follow[p])
+        components = strongly_connected(range(len(self.labels)), lambda p: self.follow[p])
         component_of = {p: i for i, c in enumerate(components) for p in c}
         cyclic = [c for c in components if len(c) > 1 or c[0] in self.follow[c[0]]]
         for c in cyclic:
@@ -324,7 +326,8 @@ class _Automaton:
             graph[node] = edges
         nodes = list(graph)
         index = {n: i for i, n in enumerate(nodes)}
-        pair_components = _components(len(nodes), lambda i: [index[m] for m, _ in graph[nodes[i]]])
+        pair_components = strongly_connected(range(len(nodes)),
+                                             lambda i: [index[m] for m, _ in graph[nodes[i]]])
         for pc in pair_components:
             members = [nodes[i] for i in pc]
             diagonal = [m for m in members if m[0] == m[1]]
@@ -383,56 +386,6 @@ def _path(graph: dict[tuple[int, int], list[tuple[tuple[int, int], str]]], start
                     nxt.append(m)
         frontier = nxt
     return seen.get(goal)
-
-
-def _components(count: int, edges: Callable[[int], Iterable[int]]) -> list[list[int]]:
-    """Strongly connected components (Tarjan's algorithm, without recursion)."""
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    on_stack: set[int] = set()
-    stack: list[int] = []
-    out: list[list[int]] = []
-    counter = 0
-    for root in range(count):
-        if root in index:
-            continue
-        work = [(root, iter(edges(root)))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            advanced = False
-            for child in children:
-                if child not in index:
-                    index[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(edges(child))))
-                    advanced = True
-                    break
-                if child in on_stack:
-                    low[node] = min(low[node], index[child])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                out.append(component)
-    return out
-
-
 
 
 def _size(body: list[Any]) -> int:
