@@ -67,10 +67,12 @@ _TERMINALS = "|".join(_plain(tables.TERMINALS[k]) + (_KEYWORD_AFTER_NEWLINES if 
 _COMMENT = f"{tables.TERMINALS['BLOCK_COMMENT']}|{tables.TERMINALS['LINE_COMMENT']}"
 # (what is skipped, the token): the skipped part is possessive (never gives back the end of a
 # comment to make a token of it; as an atomic group it is much slower in Python's re); a
-# character no terminal matches is a token of one character, which nothing accepts.
+# character no terminal matches is a token of one character, which nothing accepts; what is
+# skipped at the end of the text comes with an empty token. So every character is in exactly one
+# pair: ``findall`` never passes over text it could not match (it would, after a comment that
+# ends the file, and find tokens inside it).
 _IGNORED = f"[\\t \\f]*+(?:(?:{_COMMENT})[\\t \\f]*+)*+"
-_SPLIT = re.compile(f"({_IGNORED})({_TERMINALS}|[^\\t \\f])").findall
-_IGNORED_TO_END = re.compile(_IGNORED).fullmatch
+_SPLIT = re.compile(f"({_IGNORED})({_TERMINALS}|[^\\t \\f]|\\Z)").findall
 _NEWLINES = re.compile(tables.TERMINALS["_NL"]).match
 
 _SOFT = 2  # a word that continues the line only as a keyword
@@ -112,6 +114,8 @@ def tokens(text: str) -> tuple[list[str], list[int], set[int]]:
         pos += len(skipped)
         role = _ROLES.get(tok)
         if role is None:
+            if not tok:
+                break  # the end of the text
             first = tok[0]
             if first == "\n" or first == "\r" and tok != "\r":  # a lone \r is no newline
                 last = tok[-1]
@@ -146,8 +150,6 @@ def tokens(text: str) -> tuple[list[str], list[int], set[int]]:
         toks.append(tok)
         starts.append(pos)
         pos += len(tok)
-    if pos != len(text) and _IGNORED_TO_END(text, pos) is None:
-        raise Declined
     toks += (_END, _END, _END, _END, _END)
     starts += (len(text),) * 5
     return toks, starts, soft
