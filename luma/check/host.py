@@ -46,21 +46,21 @@ class _Config(Record):
     """A config file that a run would accept."""
 
     __slots__ = __match_args__ = ("path", "entries", "policy", "contexts", "datasources",
-                                  "mcp_servers", "parsed", "mcp_spans")
+                                  "parsed", "mcp_spans")
 
     def __init__(self, path: Path, entries: list[tuple[str, str, Span, Any]], policy: Any,
                  contexts: dict[str, dict[str, Any]],
-                 datasources: tuple[tuple[str, Span], ...] = (),
-                 mcp_servers: bool = False, parsed: Any = None,
+                 datasources: tuple[tuple[str, Span], ...] = (), parsed: Any = None,
                  mcp_spans: dict[int, Span] | None = None) -> None:
         self.path = path
         self.entries = entries  # (written, key, span, manifest) per tool module
         self.policy = policy  # its tool_module_policy
         self.contexts = contexts  # its tool_contexts: context → field → ContextField
         self.datasources = datasources  # its datasources entries, where written
-        self.mcp_servers = mcp_servers  # it has {"mcp": ...} entries: tools a run finds on a server
         self.parsed = parsed  # the validated config (LumaConfig)
-        self.mcp_spans = {} if mcp_spans is None else mcp_spans  # tool_modules index → entry
+        # tool_modules index → where the entry is written, per {"mcp": ...} entry (a server
+        # whose tools a run finds at its start)
+        self.mcp_spans = {} if mcp_spans is None else mcp_spans
 
 
 class HostCheck(Record):
@@ -70,7 +70,7 @@ class HostCheck(Record):
     each program, if there is one."""
 
     __slots__ = ("tool_modules", "config", "_modules", "_configs", "_reported", "_texts",
-                 "_secrets")
+                 "_secrets", "_beside")
     __match_args__ = ("tool_modules", "config")
     __hash__ = None  # type: ignore[assignment]
 
@@ -82,6 +82,7 @@ class HostCheck(Record):
         self._configs: dict[Path, _Config | None] = {}  # None: broken
         self._reported: set[tuple[str, str, str, int]] = set()
         self._texts: dict[str, SourceFile] = {}
+        self._beside: dict[str, str | None] = {}  # folder → its luma.config.json, if any
         # SecretRedactor of the MCP servers' URLs and headers, once there are
         self._secrets: Any = None
 
@@ -94,8 +95,11 @@ class HostCheck(Record):
         """The config file a run of the program would read, if any."""
         if self.config is not None:
             return self.config
-        beside = os.path.join(os.path.dirname(program_path), CONFIG_NAME)
-        return beside if os.path.isfile(beside) else None
+        folder = os.path.dirname(program_path)
+        if folder not in self._beside:  # one look per folder, however many programs it holds
+            beside = os.path.join(folder, CONFIG_NAME)
+            self._beside[folder] = beside if os.path.isfile(beside) else None
+        return self._beside[folder]
 
     def check(self, program: ast.Program, program_path: str | Path) -> list[Diagnostic]:
         """The host diagnostics of one program: none, and nothing imported, when it has no
@@ -120,7 +124,7 @@ class HostCheck(Record):
                           for written, key, span, manifest in config.entries]
         wanted: list[tuple[Path, _ConfigEntry | None]] = [(e.path, e) for e in configured]
         wanted += [(Path(p), None) for p in self.tool_modules]
-        served = config is not None and config.mcp_servers
+        served = config is not None and bool(config.mcp_spans)
         if not wanted and not served:
             return out
         from luma.runtime.modules import ToolModuleError, ToolRegistry
@@ -274,7 +278,7 @@ class HostCheck(Record):
               manifests[i] if i < len(manifests) else None) for i, e in enumerate(entries)],
             parsed.tool_module_policy, dict(parsed.tool_contexts),
             tuple((name, self._entry_span(source, name)) for name in parsed.datasources),
-            bool(parsed.mcp_servers()), parsed, _mcp_spans(source, parsed))
+            parsed, _mcp_spans(source, parsed))
         self._configs[key] = result
         return result
 
@@ -304,7 +308,7 @@ class HostCheck(Record):
             return Span(path, 0, 0)
         source = self._source(path)
         text = source.line_text(line)
-        start = _line_start(source.text, line)
+        start = source.line_offset(line)
         if column is not None:
             offset = start + min(max(column - 1, 0), len(text))
             return Span(path, offset, offset + 1)
@@ -333,16 +337,6 @@ def _mcp_spans(source: SourceFile, parsed: Any) -> dict[int, Span]:
         return {i: Span(source.path, 0, 0) for i, _ in servers}
     return {i: Span(source.path, start, start + len('"mcp"'))
             for (i, _), (start, _) in zip(servers, keys)}
-
-
-def _line_start(text: str, line: int) -> int:
-    offset = 0
-    for _ in range(line - 1):
-        nxt = text.find("\n", offset)
-        if nxt < 0:
-            return len(text)
-        offset = nxt + 1
-    return offset
 
 
 # The parse kinds of a context field (RUNTIME.md §4) that can give a value of each static kind.

@@ -38,7 +38,7 @@ from luma.models.base import (
 from luma.models.resolve import api_key_env, require_api_key
 from luma.runtime.errors import LumaError
 from luma.runtime.values import compact_json, type_name
-from luma.schema.values import constant_value
+from luma.syntax.constants import constant_value
 from luma.syntax import ast
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from typing import Any
 from luma.models.base import ModelSettings
 from luma.models.reasoning import EFFORTS, REASONING_PROVIDERS, effort_problem, sampling_problem
 from luma.runtime.errors import LumaError
-from luma.schema.values import constant_value
+from luma.syntax.constants import constant_value
 from luma.syntax import ast
 from luma.syntax.source import Span
 

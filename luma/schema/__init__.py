@@ -14,7 +14,7 @@ from luma.schema.validate import (
     validate_and_fill,
     validator_for,
 )
-from luma.schema.values import constant_value
+from luma.syntax.constants import constant_value
 
 __all__ = [
     "SchemaCompiler",

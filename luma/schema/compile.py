@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from luma.syntax import ast
-from luma.syntax.constants import FORMATS, constant_value
+from luma.syntax.constants import constant_value
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 DEFS_PREFIX = "#/$defs/"
@@ -22,8 +22,6 @@ DEFS_PREFIX = "#/$defs/"
 TAG_KEY = "x-luma-tag"
 SEVERITY_KEY = "x-luma-severity"
 PATTERN_KEY = "x-luma-pattern"
-
-FORMATS = FORMATS  # the names @format accepts (luma.syntax.constants)
 
 _PRIMITIVE_SCHEMAS: dict[str, dict[str, Any]] = {
     "string": {"type": "string"},

@@ -14,7 +14,6 @@ if TYPE_CHECKING:
 FORMATS = ("email", "uri", "date", "date-time", "uuid")
 
 
-
 def constant_value(expr: ast.Expr) -> tuple[bool, Any]:
     """Return ``(True, value)`` when ``expr`` is a constant JSON value, else ``(False, None)``.
 

@@ -60,14 +60,23 @@ class SourceFile(Record):
     def line_col(self, offset: int) -> tuple[int, int]:
         """1-based line and column of ``offset`` (clamped to the file)."""
         offset = max(0, min(offset, len(self.text)))
-        line = bisect.bisect_right(self.line_starts, offset) - 1
-        return line + 1, offset - self.line_starts[line] + 1
+        starts = self.line_starts
+        line = bisect.bisect_right(starts, offset) - 1
+        return line + 1, offset - starts[line] + 1
+
+    def line_offset(self, line: int) -> int:
+        """Where 1-based ``line`` starts (clamped: 0 before the first, the end after the last)."""
+        starts = self.line_starts
+        if line < 1:
+            return 0
+        return starts[line - 1] if line <= len(starts) else len(self.text)
 
     def line_text(self, line: int) -> str:
         """The text of 1-based ``line`` without its newline."""
-        if line < 1 or line > len(self.line_starts):
+        starts = self.line_starts
+        if line < 1 or line > len(starts):
             return ""
-        start = self.line_starts[line - 1]
+        start = starts[line - 1]
         end = self.text.find("\n", start)
         return (self.text[start:] if end < 0 else self.text[start:end]).rstrip("\r")
 
