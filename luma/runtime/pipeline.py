@@ -141,9 +141,12 @@ class ToolPipeline:
             arguments = None
             if runtime.capture_content and stats.values:
                 arguments = otel.content_text(raw_input, self.runtime.secrets.redact)
-            stats.span = otel.start_tool_span(
-                tracer, name, ctx.call_id,
-                tool_settings(tool).side_effects if tool is not None else "unknown", arguments)
+            plan = self._tools.get(name)  # before its first call the plan is not made yet
+            side_effects = (plan.settings.side_effects if plan is not None
+                            else tool_settings(tool).side_effects if tool is not None
+                            else "unknown")
+            stats.span = otel.start_tool_span(tracer, name, ctx.call_id, side_effects,
+                                              arguments)
         telemetry = runtime.telemetry
         if telemetry.watching:
             stats.input = raw_input
