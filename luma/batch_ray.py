@@ -40,9 +40,9 @@ def ray_missing() -> str | None:
 def store_problem(program: Any) -> str | None:
     """The workers are separate processes, often on separate machines: the idempotency records
     of one must be seen by all, so a program with an idempotent tool needs a shared store."""
-    from luma.runtime.settings import tool_settings
+    from luma.runtime.settings import any_idempotent
 
-    if not any(tool_settings(tool).idempotent for tool in program._program.tools):
+    if not any_idempotent(program._program.tools):
         return None
     config = getattr(program.config, "idempotency_store", None)
     backend = getattr(config, "backend", None) or "memory"

@@ -33,6 +33,7 @@ from luma.runtime.settings import (
     AgentSettings,
     ToolSettings,
     agent_settings,
+    any_idempotent,
     effective_timeout_ms,
     tool_settings,
 )
@@ -73,8 +74,7 @@ class ToolPipeline:
         config = runtime.config
         self._contexts: Mapping[str, Any] = getattr(config, "tool_contexts", None) or {}
         if shared.has_idempotent_tools is None:
-            shared.has_idempotent_tools = any(tool_settings(t).idempotent
-                                              for t in runtime.program.tools)
+            shared.has_idempotent_tools = any_idempotent(runtime.program.tools)
         if shared.store is None and shared.has_idempotent_tools:
             shared.store = self._open_store()  # a store that cannot open stops the program
 
