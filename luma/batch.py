@@ -143,7 +143,7 @@ def batch_command(argv: Sequence[str]) -> int:
         for problem in exc.problems:
             err.write(f"luma batch: error: {problem}\n")
         return EXIT_USAGE
-    prepare(program, options)
+    prepare(program, options.concurrency, options.max_wait)
     try:
         agent = choose_agent(program, options.agent, options.fn)
         if isinstance(agent, str):

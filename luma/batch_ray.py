@@ -40,9 +40,9 @@ def ray_missing() -> str | None:
 def store_problem(program: Any) -> str | None:
     """The workers are separate processes, often on separate machines: the idempotency records
     of one must be seen by all, so a program with an idempotent tool needs a shared store."""
-    from luma.runtime.settings import tool_settings
+    from luma.runtime.settings import any_idempotent
 
-    if not any(tool_settings(tool).idempotent for tool in program._program.tools):
+    if not any_idempotent(program._program.tools):
         return None
     config = getattr(program.config, "idempotency_store", None)
     backend = getattr(config, "backend", None) or "memory"
@@ -63,7 +63,7 @@ class RayEngine:
         self.options = options
         self.agent = agent
         self.folder = Path(program.path).resolve().parent
-        self.files = {"program": self._inside(options.program, "the program")}
+        self.program_file = self._inside(options.program, "the program")
         self.tool_modules = [self._inside(m, "the tool module") for m in options.tool_modules]
         self.config = self._inside(options.config, "the config") if options.config else None
         self.actors: list[Any] = []
@@ -116,7 +116,7 @@ class RayEngine:
         # rows are run again by the driver, not by Ray)
         worker = api.remote(_Worker).options(num_cpus=1, max_restarts=-1, max_task_retries=0,
                                              max_concurrency=per_actor)
-        self.actors = [worker.remote(self.files["program"], self.tool_modules, self.config,
+        self.actors = [worker.remote(self.program_file, self.tool_modules, self.config,
                                      options.model, per_actor, options.max_wait)
                        for _ in range(count)]
         self.in_flight = [0] * count
@@ -210,7 +210,7 @@ class _Worker:
             raise StartProblem(exc.rendered.strip().splitlines()[0]) from None
         except api.LoadError as exc:
             raise StartProblem("; ".join(exc.problems)) from None
-        prepare(self.program, argparse.Namespace(concurrency=concurrency, max_wait=max_wait))
+        prepare(self.program, concurrency, max_wait)
 
     def ready(self) -> int:
         return os.getpid()

@@ -3,7 +3,6 @@ run, and running one row on a loaded program, for both engines."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from collections.abc import Iterator
@@ -13,11 +12,11 @@ from typing import Any
 BATCH_INPUT_INVALID = "BATCH_INPUT_INVALID"
 
 
-def prepare(program: Any, options: argparse.Namespace) -> None:
+def prepare(program: Any, concurrency: int, max_wait: float) -> None:
     """What a batch changes in a loaded program: every running row may be waiting on a model
     at once (one connection each, kept alive), and a 429 holds a row up to ``--max-wait``."""
-    program._shared.http_connections = max(options.concurrency, 20)
-    program._shared.rate_limit_hold_s = options.max_wait
+    program._shared.http_connections = concurrency
+    program._shared.rate_limit_hold_s = max_wait
 
 
 async def run_row(program: Any, agent: str, fn: str, index: int,

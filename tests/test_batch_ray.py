@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from cli_runner import luma
+from pg_server import pg_admin
 from run_programs import assert_no_traceback
 
 STORE_ENV = "LUMA_BATCH_RAY_STORE_URL"
@@ -95,14 +96,7 @@ def rows(path: Path) -> dict[int, object]:
 
 @pytest.fixture
 def pg_table() -> Iterator[str]:
-    import psycopg
-
-    try:
-        admin = psycopg.connect(PG_URL, autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError as exc:
-        pytest.fail(f"no PostgreSQL server answers at {PG_URL} ({' '.join(str(exc).split())}): "
-                    "start one with `docker compose up -d`, or point LUMA_TEST_POSTGRES_URL at "
-                    "one", pytrace=False)
+    admin = pg_admin(PG_URL)
     table = f"luma_test_batch_{uuid.uuid4().hex[:12]}"
     try:
         yield table

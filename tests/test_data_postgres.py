@@ -17,6 +17,7 @@ import psycopg
 import pytest
 
 from cli_runner import luma
+from pg_server import pg_admin
 
 URL = os.environ.get("LUMA_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -24,12 +25,7 @@ URL = os.environ.get("LUMA_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:
 @pytest.fixture
 def pg(tmp_path: Path) -> Iterator[tuple[str, psycopg.Connection]]:
     """A URL whose connections work in a fresh schema, and an admin connection."""
-    try:
-        admin = psycopg.connect(URL, autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError as exc:
-        pytest.fail(f"no PostgreSQL server answers at {URL} ({' '.join(str(exc).split())}): "
-                    "start one with `docker compose up -d`, or point LUMA_TEST_POSTGRES_URL at "
-                    "one", pytrace=False)
+    admin = pg_admin(URL)
     schema = f"luma_test_{uuid.uuid4().hex[:12]}"
     admin.execute(f'CREATE SCHEMA "{schema}"')
     joiner = "&" if "?" in URL else "?"

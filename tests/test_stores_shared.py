@@ -31,6 +31,7 @@ import pytest
 from luma.runtime.store_config import open_idempotency_store
 from luma.runtime.stores import IdempotencyOutcome, IdempotencyStore, StoreError, \
     StoreStartupError, input_fingerprint
+from pg_server import pg_admin
 
 WORKER = Path(__file__).parent / "stores" / "shared_worker.py"
 SECRET = "a-long-and-secure-key"
@@ -87,14 +88,7 @@ def server(request: pytest.FixtureRequest) -> Iterator[Server]:
 
 
 def postgres_server() -> Iterator[Server]:
-    import psycopg
-
-    try:
-        admin = psycopg.connect(PG_URL, autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError as exc:
-        pytest.fail(f"no PostgreSQL server answers at {PG_URL} ({' '.join(str(exc).split())}): "
-                    "start one with `docker compose up -d`, or point LUMA_TEST_POSTGRES_URL at "
-                    "one", pytrace=False)
+    admin = pg_admin(PG_URL)
     table = f"luma_test_idem_{uuid.uuid4().hex[:12]}"
     found = Server("postgres", "", table)
     joiner = "&" if "?" in PG_URL else "?"

@@ -41,7 +41,7 @@ from luma.models.base import (ChatRequest, ChatResponse, Message, ModelSettings,
 from luma.models.dialects import anthropic_schema
 from luma.models.http import ModelEndpoint, ModelHttp, api_key, bad_response, refusal
 from luma.models.wire import (FINAL_ANSWER_DESCRIPTION, FinalAnswerTool, JsonArray,
-                              SentMessages, arguments_object, as_int, encode_json,
+                              SentMessages, arguments_object, as_int, as_text, encode_json,
                               final_answer_tool, require_model_id, system_text)
 from luma.runtime.errors import LumaError
 from luma.runtime.secrets import SecretRedactor
@@ -255,7 +255,7 @@ class AnthropicProvider:
                             finish_reason=stop if isinstance(stop, str) else None,
                             usage=_usage(body.get("usage")),
                             truncated=TRUNCATED_STOPS.get(stop) if isinstance(stop, str) else None,
-                            model=_text(body.get("model")))
+                            model=as_text(body.get("model")))
 
 
 def _refusal_reason(details: Any) -> str:
@@ -357,7 +357,3 @@ def _usage(raw: Any) -> Usage:
     total_in = as_int(raw.get("input_tokens")) + as_int(read) + created
     return Usage(input_tokens=total_in, output_tokens=as_int(raw.get("output_tokens")),
                  cached_tokens=read if isinstance(read, int) else None)
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None

@@ -33,7 +33,7 @@ from luma.models.base import (ChatRequest, ChatResponse, Message, ModelSettings,
 from luma.models.dialects import gemini_schema
 from luma.models.http import ModelEndpoint, ModelHttp, api_key, bad_response, refusal
 from luma.models.wire import (FINAL_ANSWER_DESCRIPTION, FinalAnswerTool, JsonArray,
-                              SentMessages, arguments_object, as_int, encode_json,
+                              SentMessages, arguments_object, as_int, as_text, encode_json,
                               final_answer_tool, require_model_id, system_text)
 from luma.runtime.errors import LumaError
 from luma.runtime.secrets import SecretRedactor
@@ -214,7 +214,7 @@ class GeminiProvider:
                             finish_reason=finish if isinstance(finish, str) else None,
                             usage=_usage(body.get("usageMetadata")),
                             truncated="max_tokens" if finish == "MAX_TOKENS" else None,
-                            model=_text(body.get("modelVersion")))
+                            model=as_text(body.get("modelVersion")))
 
     def _synthetic_id(self) -> str:
         self._calls += 1
@@ -253,7 +253,3 @@ def _usage(raw: Any) -> Usage:
                  output_tokens=as_int(raw.get("candidatesTokenCount")) + as_int(thoughts),
                  cached_tokens=cached if isinstance(cached, int) else None,
                  reasoning_tokens=thoughts if isinstance(thoughts, int) else None)
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None

@@ -174,17 +174,17 @@ class ModelHttp:
         self.recording = recording
         self._sleep = sleep or asyncio.sleep
         self._jitter = jitter or random.random
-        self._own_pauses: dict[str, float] = {}  # with a client that keeps none itself
+        # a shared client's Retry-After pauses and rate-limit hold; a client of this object's
+        # own, or a plain httpx one, keeps pauses for this object alone and holds no 429
+        shared = client if isinstance(client, HttpClients) else None
+        self._pauses: dict[str, float] = shared.paused_until if shared is not None else {}
+        self._hold = shared.rate_limit_hold_s if shared is not None else None
 
     @property
     def client(self) -> httpx.AsyncClient | HttpClients:
         if self._client is None:
             self._client = new_http_client()
         return self._client
-
-    def _shared(self) -> HttpClients | None:
-        client = self._client
-        return client if isinstance(client, HttpClients) else None
 
     async def aclose(self) -> None:
         """Close the client if this object created it (a shared client is closed by its owner)."""
@@ -217,12 +217,12 @@ class ModelHttp:
         attempt = 0  # the attempts counted against max_retries
         sent = 0
         held_since: float | None = None  # the first 429 of a rate limit being held
+        pauses = self._pauses
+        hold = self._hold
         while True:
             attempt += 1
             sent += 1
             last = attempt >= attempts
-            shared = self._shared()
-            pauses = shared.paused_until if shared is not None else self._own_pauses
             pause = pauses.get(host, 0.0) - time.monotonic()
             if pause > 0 and not waited:
                 await self._wait(pause)
@@ -261,9 +261,6 @@ class ModelHttp:
             reason = refused(status, content) if refused is not None else None
             if reason is not None:
                 raise refusal(endpoint, reason)
-            shared = self._shared()
-            pauses = shared.paused_until if shared is not None else self._own_pauses
-            hold = shared.rate_limit_hold_s if shared is not None else None
             if status == 429 and hold is not None:
                 # held: the rate limit is waited out, bounded by the hold, not by max_retries
                 now = time.monotonic()

@@ -38,7 +38,7 @@ from luma.models.base import (ChatRequest, ChatResponse, Message, ModelSettings,
 from luma.models.dialects import StrictSchemaError, drop_strict_nulls, openai_schema
 from luma.models.http import ModelEndpoint, ModelHttp, api_key, bad_response, refusal
 from luma.models.reasoning import reasoning_of, takes_parallel_tool_calls, tools_need_no_reasoning
-from luma.models.wire import (JsonArray, SentMessages, arguments_text, as_int, encode_json,
+from luma.models.wire import (JsonArray, SentMessages, arguments_text, as_int, as_text, encode_json,
                               require_model_id, schema_name)
 from luma.runtime.errors import LumaError
 
@@ -253,7 +253,7 @@ class OpenAIProvider:
                             finish_reason=finish if isinstance(finish, str) else None,
                             usage=_usage(body.get("usage")),
                             truncated="max_tokens" if finish == "length" else None,
-                            model=_text(body.get("model")))
+                            model=as_text(body.get("model")))
 
 
 def _without_strict_nulls(response: ChatResponse, request: ChatRequest,
@@ -316,7 +316,3 @@ def _usage(raw: Any) -> Usage:
                  output_tokens=as_int(raw.get("completion_tokens")),
                  cached_tokens=cached if isinstance(cached, int) else None,
                  reasoning_tokens=reasoning if isinstance(reasoning, int) else None)
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None

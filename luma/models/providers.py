@@ -17,11 +17,13 @@ if TYPE_CHECKING:
 HTTP_PROVIDERS = ("openai", "azure", "anthropic", "gemini")
 
 
-def make_provider(settings: ModelSettings, *, client: httpx.AsyncClient | HttpClients | ModelHttp | None,
+def make_provider(settings: ModelSettings, *,
+                  client: httpx.AsyncClient | HttpClients | ModelHttp | None,
                   env: Mapping[str, str], recorder: Recording | None = None) -> Provider:
-    """The adapter for one model. ``client`` is the run's shared ``httpx.AsyncClient`` (or a
-    ``ModelHttp`` already wrapping it); ``recorder`` records or replays the traffic."""
-    from luma.models.http import HttpClients, ModelHttp
+    """The adapter for one model. ``client`` is the run's shared :class:`HttpClients` (or an
+    ``httpx.AsyncClient``, or a ``ModelHttp`` already wrapping one); ``recorder`` records or
+    replays the traffic."""
+    from luma.models.http import ModelHttp
 
     http = client if isinstance(client, ModelHttp) else ModelHttp(client, recorder)
     if settings.provider in ("openai", "azure"):

@@ -17,6 +17,7 @@ from typing import Any
 
 from luma.models.base import ModelSettings
 from luma.models.reasoning import EFFORTS, REASONING_PROVIDERS, effort_problem, sampling_problem
+from luma.models.wire import as_text
 from luma.runtime.errors import LumaError
 from luma.syntax.constants import constant_value
 from luma.syntax import ast
@@ -133,10 +134,10 @@ class ModelResolver:
         return ModelSettings(
             name=name,
             provider=provider,
-            model=_str_or_none(values.get("name")),
-            base_url=_str_or_none(values.get("base_url")),
-            api_key_env=_str_or_none(values.get("api_key_env")),
-            api_version=_str_or_none(values.get("api_version")),
+            model=as_text(values.get("name")),
+            base_url=as_text(values.get("base_url")),
+            api_key_env=as_text(values.get("api_key_env")),
+            api_version=as_text(values.get("api_version")),
             temperature=_number_or_none(values.get("temperature")),
             max_tokens=max_tokens,
             top_p=_number_or_none(values.get("top_p")),
@@ -343,10 +344,6 @@ def _reasoning_problems(settings: ModelSettings) -> list[str]:
 
 def _known(models: Mapping[str, ModelSettings]) -> str:
     return "models: " + ", ".join(sorted(models))
-
-
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def _int_or_none(value: Any) -> int | None:

@@ -97,6 +97,11 @@ def as_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def as_text(value: Any) -> str | None:
+    """A non-empty string, else None."""
+    return value if isinstance(value, str) and value else None
+
+
 def require_model_id(settings: ModelSettings, what: str = "model id") -> None:
     """An HTTP provider needs the provider's model id (azure: the deployment) to call."""
     if not settings.model:

@@ -33,6 +33,7 @@ from luma.runtime.settings import (
     AgentSettings,
     ToolSettings,
     agent_settings,
+    any_idempotent,
     effective_timeout_ms,
     tool_settings,
 )
@@ -73,8 +74,7 @@ class ToolPipeline:
         config = runtime.config
         self._contexts: Mapping[str, Any] = getattr(config, "tool_contexts", None) or {}
         if shared.has_idempotent_tools is None:
-            shared.has_idempotent_tools = any(tool_settings(t).idempotent
-                                              for t in runtime.program.tools)
+            shared.has_idempotent_tools = any_idempotent(runtime.program.tools)
         if shared.store is None and shared.has_idempotent_tools:
             shared.store = self._open_store()  # a store that cannot open stops the program
 
@@ -141,9 +141,12 @@ class ToolPipeline:
             arguments = None
             if runtime.capture_content and stats.values:
                 arguments = otel.content_text(raw_input, self.runtime.secrets.redact)
-            stats.span = otel.start_tool_span(
-                tracer, name, ctx.call_id,
-                tool_settings(tool).side_effects if tool is not None else "unknown", arguments)
+            plan = self._tools.get(name)  # before its first call the plan is not made yet
+            side_effects = (plan.settings.side_effects if plan is not None
+                            else tool_settings(tool).side_effects if tool is not None
+                            else "unknown")
+            stats.span = otel.start_tool_span(tracer, name, ctx.call_id, side_effects,
+                                              arguments)
         telemetry = runtime.telemetry
         if telemetry.watching:
             stats.input = raw_input

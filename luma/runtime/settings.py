@@ -6,6 +6,7 @@ key's default, so the runtime never fails on something the checker would have fl
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,6 +83,11 @@ def tool_settings(tool: ast.ToolDecl, default_timeout_ms: int | None = None) -> 
 
 
 _DATA_SIDE_EFFECTS = {"query": "read", "command": "write"}
+
+
+def any_idempotent(tools: Iterable[ast.ToolDecl]) -> bool:
+    """Whether one of ``tools`` is idempotent (and so needs an idempotency store)."""
+    return any(tool_settings(tool).idempotent for tool in tools)
 
 
 def agent_settings(agent: ast.AgentDecl) -> AgentSettings:

@@ -38,8 +38,8 @@ class SharedState:
         self.secrets_registered_from: Mapping[str, str] | None = None
         self.secrets_redactor: SecretRedactor | None = None
         self.http_connections: int | None = None
-        """The most connections one loop's client opens (None: ``new_http_client``'s default);
-        ``luma batch`` sizes it to its concurrency."""
+        """The most connections one loop's client opens, never fewer than
+        ``DEFAULT_HTTP_CONNECTIONS`` (None: that default); ``luma batch`` sets its concurrency."""
         self.rate_limit_hold_s: float | None = None
         """How long a request waits out a 429 before it fails, whatever ``max_retries`` says
         (None: a 429 is retried as any error; ``luma batch --max-wait``)."""
@@ -57,7 +57,7 @@ class SharedState:
                 from luma.models.http import DEFAULT_HTTP_CONNECTIONS, new_http_client
 
                 client = self._clients[loop] = new_http_client(
-                    self.http_connections or DEFAULT_HTTP_CONNECTIONS,
+                    max(self.http_connections or 0, DEFAULT_HTTP_CONNECTIONS),
                     rate_limit_hold_s=self.rate_limit_hold_s)
             return client
 
