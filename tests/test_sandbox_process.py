@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from sandbox.project import CPU_LIMIT_DETAIL, wait_gone, with_deadline
 from sandbox.project import Project, isolated_imports, project  # noqa: F401 (fixtures)
 
 PREFIX = "error[TOOL_FAILED]: Tool 'probe' failed: "
@@ -180,10 +181,7 @@ def test_a_child_that_ignores_its_signal_past_the_deadline_is_killed(project: Pr
     assert (outcome.code, outcome.value) == (0, {
         "first": "Tool 'probe' timed out after 300 ms.", "second": "back"})
     pid = int((project.folder / "pid.txt").read_text())
-    with pytest.raises(ProcessLookupError):
-        for _ in range(50):
-            os.kill(pid, 0)
-            time.sleep(0.1)
+    wait_gone(pid)
 
 
 @pytest.fixture()
@@ -272,10 +270,7 @@ def test_a_module_nobody_holds_any_more_ends_its_process(project: Project) -> No
     os.kill(pid, 0)  # running
     del loaded
     gc.collect()
-    with pytest.raises(ProcessLookupError):
-        for _ in range(50):
-            os.kill(pid, 0)
-            time.sleep(0.1)
+    wait_gone(pid)
 
 
 def test_where_the_kernel_refuses_a_network_namespace_the_start_says_so(
@@ -445,15 +440,6 @@ def test_datasource_bridges_in_a_process_module_are_a_start_error(project: Proje
         "tool_module_policy without 'process'.\n")
 
 
-async def _with_deadline(handler: object, value: dict[str, object], ms: int) -> object:
-    """Call a process module's proxy as the pipeline calls a handler with a timeout of ``ms``,
-    but without the pipeline's own clock: whatever ends the call is the child's doing."""
-    from luma.runtime.handlers import CALL_DEADLINE
-
-    CALL_DEADLINE.set(time.monotonic() + ms / 1000)
-    return await handler(value, None, None)  # type: ignore[operator]
-
-
 def test_the_deadline_reaches_the_child_and_fires_the_signal_there(project: Project) -> None:
     """The call message carries its deadline: the child fires the handler's Signal then and
     answers ``timeout``, although Luma's side never cancels the call."""
@@ -475,12 +461,12 @@ def test_the_deadline_reaches_the_child_and_fires_the_signal_there(project: Proj
     handler = project.load().registry.handlers["probe"]
     started = time.monotonic()
     with pytest.raises(HandlerTimeout) as caught:
-        asyncio.run(_with_deadline(handler, {"name": "wait"}, 200))
+        asyncio.run(with_deadline(handler, {"name": "wait"}, 200))
     assert caught.value.detail == ""
     assert time.monotonic() - started < 5  # the signal fired long before its 10 s wait
     assert (project.folder / "fired.txt").read_text() == "True timeout"
     # an answer before the deadline is the answer
-    assert asyncio.run(_with_deadline(handler, {"name": "x"}, 5000)) == {"text": "quick"}
+    assert asyncio.run(with_deadline(handler, {"name": "x"}, 5000)) == {"text": "quick"}
 
 
 CPU_PROBE = """
@@ -497,6 +483,13 @@ CPU_PROBE = """
 """
 
 
+def _cpu_probe(project: Project, text: str = CPU_PROBE, **policy: object) -> object:
+    """The ``probe`` handler of ``text`` (:data:`CPU_PROBE`) in a process module."""
+    project.write("tools.py", text)
+    project.config(policy=process(**policy))
+    return project.load().registry.handlers["probe"]
+
+
 @pytest.mark.parametrize("kind", ["sync", "async"])
 def test_a_call_past_its_cpu_time_limit_is_stopped_and_the_process_comes_back(
         project: Project, kind: str) -> None:
@@ -507,19 +500,13 @@ def test_a_call_past_its_cpu_time_limit_is_stopped_and_the_process_comes_back(
     from luma.runtime.handlers import HandlerTimeout
 
     text = CPU_PROBE if kind == "sync" else CPU_PROBE.replace("def probe", "async def probe")
-    project.write("tools.py", text)
-    project.config(policy=process())
-    handler = project.load().registry.handlers["probe"]
-    first = asyncio.run(_with_deadline(handler, {"name": "pid"}, 5000))
+    handler = _cpu_probe(project, text)
+    first = asyncio.run(with_deadline(handler, {"name": "pid"}, 5000))
     with pytest.raises(HandlerTimeout) as caught:
-        asyncio.run(_with_deadline(handler, {"name": "spin"}, 300))
-    assert caught.value.detail == (": the handler used more CPU time than its timeout, and its "
-                                   "process was stopped")
-    with pytest.raises(ProcessLookupError):  # once Luma's side has seen it end
-        for _ in range(50):
-            os.kill(int(first["text"]), 0)  # type: ignore[index]
-            time.sleep(0.1)
-    second = asyncio.run(_with_deadline(handler, {"name": "pid"}, 5000))
+        asyncio.run(with_deadline(handler, {"name": "spin"}, 300))
+    assert caught.value.detail == CPU_LIMIT_DETAIL
+    wait_gone(int(first["text"]))  # type: ignore[index]  # once Luma's side has seen it end
+    second = asyncio.run(with_deadline(handler, {"name": "pid"}, 5000))
     assert second != first  # started again
 
 
@@ -532,12 +519,10 @@ def test_calls_sent_while_a_process_ends_at_a_cpu_limit_go_to_the_next_process(
 
     from luma.runtime.handlers import HandlerTimeout
 
-    project.write("tools.py", CPU_PROBE)
-    project.config(policy=process())
-    handler = project.load().registry.handlers["probe"]
+    handler = _cpu_probe(project)
 
     async def scenario() -> tuple[list[object], int]:
-        spin = asyncio.create_task(_with_deadline(handler, {"name": "spin"}, 200))
+        spin = asyncio.create_task(with_deadline(handler, {"name": "spin"}, 200))
         answers: list[object] = []
         while not spin.done():
             answers.append(await handler({"name": "pid"}, None, None))  # type: ignore[operator]
@@ -560,20 +545,19 @@ def test_a_call_that_sleeps_past_its_deadline_is_not_stopped_by_the_cpu_limit(
 
     from luma.runtime.handlers import HandlerTimeout
 
-    project.write("tools.py", CPU_PROBE)
-    project.config(policy=process())
-    handler = project.load().registry.handlers["probe"]
-    first = asyncio.run(_with_deadline(handler, {"name": "pid"}, 5000))
+    handler = _cpu_probe(project)
+    first = asyncio.run(with_deadline(handler, {"name": "pid"}, 5000))
     with pytest.raises(HandlerTimeout) as caught:
-        asyncio.run(_with_deadline(handler, {"name": "sleep"}, 100))
+        asyncio.run(with_deadline(handler, {"name": "sleep"}, 100))
     assert caught.value.detail == ""
-    assert asyncio.run(_with_deadline(handler, {"name": "pid"}, 5000)) == first
+    assert asyncio.run(with_deadline(handler, {"name": "pid"}, 5000)) == first
 
 
 def test_a_spinning_handler_under_a_timeout_is_a_tool_timeout_and_its_process_comes_back(
         project: Project) -> None:
-    """Through the pipeline: Luma's clock ends the call first (``TOOL_TIMEOUT``); the next call
-    finds the process still spinning, retires it and starts a new one (a tool without a
+    """Through the pipeline: Luma's clock ends the call first (``TOOL_TIMEOUT``); the child's
+    CPU watch ends the spinning process (``EXIT_IDLE``, once every call it took is answered),
+    and a call that reaches it as it ends is sent again, to a new process (a tool without a
     timeout here: the start of a process counts in the timeout of the call that starts it)."""
     project.write("tools.py", CPU_PROBE + "\n    spin = probe\n")
     project.config(policy=process())
@@ -609,18 +593,17 @@ def test_a_process_stopped_at_a_cpu_limit_lets_its_other_calls_finish(project: P
 
     from luma.runtime.handlers import HandlerTimeout
 
-    project.write("tools.py", CPU_PROBE.replace("sleep(0.6)", "sleep(3)"))  # past the limit
-    project.config(policy=process(max_concurrency=2))
-    handler = project.load().registry.handlers["probe"]
+    handler = _cpu_probe(project, CPU_PROBE.replace("sleep(0.6)", "sleep(3)"),  # past the limit
+                         max_concurrency=2)
 
     async def both() -> list[object]:
         async def sleeper() -> object:
             await asyncio.sleep(0.05)  # the spinner first
             return await handler({"name": "sleep"}, None, None)
 
-        return list(await asyncio.gather(_with_deadline(handler, {"name": "spin"}, 300),
+        return list(await asyncio.gather(with_deadline(handler, {"name": "spin"}, 300),
                                          sleeper(), return_exceptions=True))
 
     spun, slept = asyncio.run(both())
-    assert isinstance(spun, HandlerTimeout) and spun.detail.startswith(": the handler used")
+    assert isinstance(spun, HandlerTimeout) and spun.detail == CPU_LIMIT_DETAIL
     assert slept == {"text": "slept"}

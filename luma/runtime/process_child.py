@@ -23,7 +23,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import IO, Any
 
-from luma.runtime.process_errors import EXIT_IDLE, EXIT_STOPPED
+from luma.runtime.process_errors import EXIT_IDLE, EXIT_MEMORY, EXIT_STOPPED
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
@@ -136,10 +136,10 @@ class Child:
         self.pool = ThreadPoolExecutor(max_workers=concurrency + 1,
                                        thread_name_prefix="luma-tool-")
         self.loop_clock = time.pthread_getcpuclockid(threading.get_ident())
-        self.watch = CpuWatch(self.past_cpu_limit, self.loop_clock)
+        self.watch = CpuWatch(self.past_cpu_limit)
         self.retiring = False  # a call went past its CPU time limit: end when the rest are done
-        self.stopped: int | None = None
-        self.running: set[int] = set()  # the calls that have not been answered
+        # the calls that have not been answered (but the one stopped at its CPU limit)
+        self.running: set[int] = set()
 
     def serve(self, requests: IO[bytes]) -> None:
         loop = asyncio.new_event_loop()
@@ -224,7 +224,7 @@ class Child:
         expired = [False]
         timer = None
         if limit is not None:
-            task = self.tasks.get(call_id)
+            task = asyncio.current_task()
 
             def expire() -> None:
                 expired[0] = True
@@ -253,7 +253,8 @@ class Child:
             answer = _result(raw)
         if timer is not None:
             timer.cancel()
-            self.watch.stop(call_id)
+            if invoker.is_async:  # a sync handler's worker thread has stopped its watch
+                self.watch.stop(call_id)
         if expired[0]:
             answer = {"timeout": True}  # the call ended at its deadline, whatever came after
         self.tasks.pop(call_id, None)
@@ -264,13 +265,13 @@ class Child:
     def work(self, call_id: int, invoker: Any, message: dict[str, Any], signal: Any,
              limit: float | None) -> Any:
         """A sync handler on its worker thread, whose CPU clock counts against the limit."""
-        if limit is None:
-            return invoker.call(message["input"], signal, message.get("needs"))
-        self.watch.start(call_id, time.pthread_getcpuclockid(threading.get_ident()), limit)
+        if limit is not None:
+            self.watch.start(call_id, time.pthread_getcpuclockid(threading.get_ident()), limit)
         try:
             return invoker.call(message["input"], signal, message.get("needs"))
         finally:
-            self.watch.stop(call_id)
+            if limit is not None:
+                self.watch.stop(call_id)
 
     def failed(self, exc: BaseException) -> dict[str, Any]:
         from luma.runtime.errors import LumaToolError
@@ -295,44 +296,40 @@ class Child:
             _send(self.protocol, self.lock, {"id": call_id, "failure": f"the handler's "
                   f"LumaToolError cannot be sent: {exc}", "exception": "LumaToolError"})
         if answer.get("restart"):
-            self.protocol.flush()
-            os._exit(70)
+            os._exit(EXIT_MEMORY)
         if self.retiring:
             self.end_if_idle()
 
-    def past_cpu_limit(self, call_id: int, on_loop: bool) -> None:
-        """A call used more CPU time than its timeout: a thread cannot be stopped, the process
-        can. It says so (the parent sends the next call to a new process), lets the other
-        calls in it finish (unless the call holds the event loop, which they need), and
-        ends."""
+    def past_cpu_limit(self, call_id: int, clock: int) -> None:
+        """A call (its thread's CPU ``clock``) used more CPU time than its timeout: a thread
+        cannot be stopped, the process can. It says so (the parent sends the next call to a
+        new process), lets the other calls in it finish (unless the call holds the event
+        loop, which they need), and ends."""
         with self.lock:
             if self.retiring:
                 return
             self.retiring = True
-            self.stopped = call_id
+            self.running.discard(call_id)  # answered now: the parent drops a later answer
         _send(self.protocol, self.lock, {"id": call_id, "cpu_limit": True, "restart": True})
-        if on_loop:  # the other calls in it, if any, end with it
-            self.protocol.flush()
+        if clock == self.loop_clock:  # the other calls in it, if any, end with it
             os._exit(EXIT_STOPPED)
         self.end_if_idle()
 
     def end_if_idle(self) -> None:
         with self.lock:
-            others = self.running - {self.stopped}
-        if not others:  # every call it took has been answered
-            self.protocol.flush()
+            idle = not self.running
+        if idle:  # every call it took has been answered
             os._exit(EXIT_IDLE)
 
 
 class CpuWatch:
     """The CPU time limit of the calls that have a deadline: every :data:`CPU_CHECK_S` a thread
     of its own reads the CPU clock of the thread running each such call (a sync handler's
-    worker thread, or the event loop's for an async one) and calls ``expired(id)`` for a call
-    past its limit. The thread starts with the first such call."""
+    worker thread, or the event loop's for an async one) and calls ``expired(id, clock)`` for
+    a call past its limit. The thread starts with the first such call."""
 
-    def __init__(self, expired: Any, loop_clock: int) -> None:
+    def __init__(self, expired: Any) -> None:
         self.expired = expired
-        self.loop_clock = loop_clock
         self.calls: dict[int, tuple[int, float]] = {}  # id -> (CPU clock, CPU time to stop at)
         self.lock = threading.Lock()
         self.wake = threading.Event()
@@ -366,7 +363,7 @@ class CpuWatch:
                 except OSError:
                     continue  # its thread has just ended
                 if used >= until:
-                    self.expired(call_id, clock == self.loop_clock)
+                    self.expired(call_id, clock)
             time.sleep(CPU_CHECK_S)
 
 

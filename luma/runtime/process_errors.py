@@ -3,6 +3,9 @@ from :mod:`luma.runtime.process_modules`, so that the pipeline imports no proces
 
 from __future__ import annotations
 
+# How a child ends after a handler went past tool_module_policy.max_memory_mb (its answer says
+# so with "restart").
+EXIT_MEMORY = 70
 # How a child that went past a call's CPU time limit ends: with nothing else running and every
 # call it took answered (so a call still on its way to it has not begun, and goes to the next
 # process), or at once, taking the other calls it was running with it.

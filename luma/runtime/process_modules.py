@@ -130,7 +130,7 @@ class _Child:
         ending = {"resend": True} if code == EXIT_IDLE else {"failure": text,
                                                               "exception": "ProcessEnded"}
         for waiting in left.values():
-            _settle(waiting, dict(ending))
+            _settle(waiting, ending)
 
     def _chunk(self) -> bytes | None:
         """What the pipe holds (``b""`` at its end, ``None`` when it is empty); under the

@@ -6,8 +6,10 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +36,10 @@ r
 """
 
 STRICT = {"sandbox": "strict"}
+
+#: The detail of the ``HandlerTimeout`` of a call whose process was stopped at its CPU limit.
+CPU_LIMIT_DETAIL = (": the handler used more CPU time than its timeout, and its process was "
+                    "stopped")
 
 
 @dataclass(frozen=True)
@@ -105,6 +111,23 @@ class Project:
         with contextlib.chdir(self.folder):
             runtime, _ = prepare(checked, RunOptions(), io.StringIO())
         return runtime
+
+
+async def with_deadline(handler: object, value: dict[str, object], ms: int) -> object:
+    """Call a process module's proxy as the pipeline calls a handler with a timeout of ``ms``,
+    but without the pipeline's own clock: whatever ends the call is the child's doing."""
+    from luma.runtime.handlers import CALL_DEADLINE
+
+    CALL_DEADLINE.set(time.monotonic() + ms / 1000)
+    return await handler(value, None, None)  # type: ignore[operator]
+
+
+def wait_gone(pid: int) -> None:
+    """Wait (5 s at most) until process ``pid`` has ended; fails when it has not."""
+    with pytest.raises(ProcessLookupError):
+        for _ in range(50):
+            os.kill(pid, 0)
+            time.sleep(0.1)
 
 
 @contextlib.contextmanager

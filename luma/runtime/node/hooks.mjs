@@ -1,7 +1,7 @@
 // Module hooks of the runner: "luma" is the runner's API module; .ts and .mts files are
 // transpiled with the typescript package; bare imports are checked against "dependencies".
 import { readFile } from "node:fs/promises";
-import { createRequire } from "node:module";
+import { builtinModules, createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 
 let settings = { api: "", dependencies: null, searchFrom: [], moduleUrl: "" };
@@ -16,6 +16,18 @@ function packageName(specifier) {
   return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
 }
 
+// Whether a bare import from the module's own code names a package, not a module built into
+// Node.js; a package that "dependencies" (when there is such a list) leaves out is refused.
+// The runner applies it to require() too.
+export function isPackage(specifier, dependencies, dependenciesKey) {
+  const name = packageName(specifier);
+  if (builtinModules.includes(name)) return false;
+  if (dependencies !== null && !dependencies.includes(name)) {
+    throw new Error(`may not import '${name}': it is not in ${dependenciesKey}`);
+  }
+  return true;
+}
+
 export async function resolve(specifier, context, nextResolve) {
   if (specifier === "luma") {
     return { url: settings.api, shortCircuit: true };
@@ -25,18 +37,11 @@ export async function resolve(specifier, context, nextResolve) {
     !specifier.startsWith("data:");
   const fromUser = context.parentURL && context.parentURL.startsWith("file:") &&
     !context.parentURL.includes("/node_modules/");
-  if (bare && fromUser) {
-    const { builtinModules } = await import("node:module");
-    const name = packageName(specifier);
-    const builtin = builtinModules.includes(name);
-    if (!builtin && settings.dependencies !== null && !settings.dependencies.includes(name)) {
-      throw new Error(`may not import '${name}': it is not in ${settings.dependenciesKey}`);
-    }
-    if (!builtin && settings.dependencyRoot) {
-      // the module's packages come from dependency_root (its node_modules), not from
-      // wherever Node.js would look beside the module
-      return nextResolve(specifier, { ...context, parentURL: settings.dependencyRoot });
-    }
+  if (bare && fromUser && isPackage(specifier, settings.dependencies, settings.dependenciesKey) &&
+      settings.dependencyRoot) {
+    // the module's packages come from dependency_root (its node_modules), not from wherever
+    // Node.js would look beside the module
+    return nextResolve(specifier, { ...context, parentURL: settings.dependencyRoot });
   }
   return nextResolve(specifier, context);
 }

@@ -3,4 +3,3 @@
 import api from "./luma_tools_api.cjs";
 
 export const LumaToolError = api.LumaToolError;
-export default api;

@@ -1,11 +1,12 @@
 // The runner of a JavaScript or TypeScript tool module: Luma's JSON-lines protocol over
 // stdin and stdout (one line per message), the module's console output on stderr.
-import Module, { builtinModules, register } from "node:module";
+import Module, { register } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { dirname } from "node:path";
 import { createInterface } from "node:readline";
 import { writeSync } from "node:fs";
 import { Worker } from "node:worker_threads";
+import { isPackage } from "./hooks.mjs";
 
 const EXPORTS = ["lumaTools", "tools", "default"];
 
@@ -53,37 +54,24 @@ function plain(value, path, seen) {
   return [path, `${kind} is not a JSON value`];
 }
 
-function packageName(specifier) {
-  const parts = specifier.split("/");
-  return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
-}
-
 // require() in a CommonJS module does not pass the import hooks (hooks.mjs): "luma" and the
 // "dependencies" list are applied here for it, with the same words.
-function hookRequire(start, api) {
+function hookRequire(api, start, rootFile, dependenciesKey) {
   const resolve = Module._resolveFilename;
   let root = null;
-  if (start.dependency_root) {
-    const file = start.dependency_root + "/luma-dependency-root.js";
-    root = new Module(file);
-    root.filename = file;
+  if (rootFile !== null) {
+    root = new Module(rootFile);
+    root.filename = rootFile;
     root.paths = Module._nodeModulePaths(start.dependency_root);
   }
   Module._resolveFilename = function (request, parent, ...rest) {
     if (request === "luma") return api;
     const bare = !request.startsWith(".") && !request.startsWith("/") &&
       !request.startsWith("node:");
-    const fromUser = parent?.filename && !parent.filename.includes("/node_modules/") &&
-      parent.filename !== api;
-    if (bare && fromUser) {
-      const name = packageName(request);
-      const builtin = builtinModules.includes(name);
-      if (!builtin && start.dependencies !== null && !start.dependencies.includes(name)) {
-        throw new Error(`may not import '${name}': it is not in ${start.key}.dependencies`);
-      }
-      if (!builtin && root !== null) {  // the packages come from dependency_root
-        return resolve.call(this, request, root, ...rest);
-      }
+    const fromUser = parent?.filename && !parent.filename.includes("/node_modules/");
+    if (bare && fromUser && isPackage(request, start.dependencies, dependenciesKey) &&
+        root !== null) {  // the packages come from dependency_root
+      return resolve.call(this, request, root, ...rest);
     }
     return resolve.call(this, request, parent, ...rest);
   };
@@ -106,13 +94,15 @@ async function main() {
   const iterator = lines[Symbol.asyncIterator]();
   const start = JSON.parse((await iterator.next()).value);
   const here = dirname(fileURLToPath(import.meta.url));
-  hookRequire(start, here + "/luma_tools_api.cjs");
+  const dependenciesKey = `${start.key}.dependencies`;
+  const rootFile = start.dependency_root ? start.dependency_root + "/luma-dependency-root.js"
+    : null;
+  hookRequire(here + "/luma_tools_api.cjs", start, rootFile, dependenciesKey);
   register("./hooks.mjs", import.meta.url, {
     data: {
       api: pathToFileURL(here + "/luma_tools_api.mjs").href,
-      dependencies: start.dependencies, dependenciesKey: `${start.key}.dependencies`,
-      dependencyRoot: start.dependency_root
-        ? pathToFileURL(start.dependency_root + "/luma-dependency-root.js").href : "",
+      dependencies: start.dependencies, dependenciesKey,
+      dependencyRoot: rootFile === null ? "" : pathToFileURL(rootFile).href,
       searchFrom: [dirname(start.file), start.dependency_root, start.project].filter(Boolean),
     },
   });
