@@ -45,8 +45,7 @@ class McpServerHost:
     def __init__(self, where: str, label: str, cwd: str, *, command: list[str] | None = None,
                  env: dict[str, str] | None = None, url: str | None = None,
                  headers: dict[str, str] | None = None,
-                 redact: Callable[[str], str] = str) -> None:
-        self.where = where
+                 redact: Callable[[str], str]) -> None:
         self.label = label  # "the MCP server COMMAND" / "the MCP server at URL", for messages
         self.command = command
         self.env = env or {}
@@ -184,7 +183,7 @@ class McpServerHost:
                         f"{self.label} stopped during the call"
                         + (" (it is started again for the next call)" if attempt == 1 else
                            " again after a restart")) from None
-                raise McpToolError(self.redact(exc.message)) from None
+                raise McpToolError(exc.message) from None  # the pipeline redacts it
             except Exception as exc:  # the connection could not be made again
                 if self._stop is not None:
                     self._stop.set()
