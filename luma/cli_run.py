@@ -157,9 +157,6 @@ def _run_and_print(session: Any, program: Program, runtime: Any, target: Target,
 def _export_spans(err: IO[str], secrets: SecretRedactor) -> Any:
     """OpenTelemetry spans sent by OTLP/HTTP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set
     (RUNTIME.md §7); None otherwise."""
-    if not (os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-            or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
-        return None
     from luma.runtime.otel import export_from_environment
 
     def warn(text: str) -> None:

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import select
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from cli_runner import CONSOLE_SCRIPT, ROOT, luma
+from cli_runner import CONSOLE_SCRIPT, ROOT, luma, on_a_terminal
 
 SYNTAX = "tests/cases/syntax"
 FIELD_ERROR = f"{SYNTAX}/field_without_colon.luma"
@@ -256,27 +254,11 @@ def test_no_colour_when_piped_and_colour_on_request(run) -> None:
 
 
 def _stderr_on_a_terminal(*args: str, env: dict[str, str]) -> str:
-    primary, secondary = pty.openpty()
     environ = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TERM")}
     environ.update(env)
-    proc = subprocess.Popen([sys.executable, "-m", "luma", *args], cwd=ROOT, env=environ,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=secondary)
-    os.close(secondary)
-    chunks = []
-    while True:
-        ready, _, _ = select.select([primary], [], [], 30)
-        if not ready:
-            break
-        try:
-            data = os.read(primary, 4096)
-        except OSError:  # the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    proc.wait(timeout=30)
-    os.close(primary)
-    return b"".join(chunks).decode("utf-8", errors="replace")
+    received, child = on_a_terminal(list(args), environ)
+    child.wait(timeout=30)
+    return received.decode("utf-8", errors="replace")
 
 
 def test_colour_on_a_terminal_unless_no_color_or_never() -> None:

@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import re
-import select
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from cli_runner import ROOT, luma
+from cli_runner import luma, on_a_terminal
 
 TOKEN = "sk-live-secret-0123456789"
 PASSWORD = "pw-needs-secret-77aa01"
@@ -158,31 +155,13 @@ def test_each_warning_once_with_verbose(tmp_path: Path) -> None:
 
 def terminal_run(args: list[str], env: dict[str, str] | None = None) -> str:
     """``luma ARGS`` with stderr on a pseudo-terminal: what the terminal received."""
-    master, slave = pty.openpty()
     environ = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
     environ.update({"TERM": "xterm-256color", "COLUMNS": "200", **(env or {})})
-    child = subprocess.Popen([sys.executable, "-m", "luma", *args], cwd=ROOT, env=environ,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
-    os.close(slave)
-    received = b""
-    try:
-        while True:
-            ready, _, _ = select.select([master], [], [], 30)
-            if not ready:
-                break
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            received += chunk
-    finally:
-        os.close(master)
-        assert child.wait(timeout=30) == 0
-        assert child.stdout is not None
-        assert json.loads(child.stdout.read())
-        child.stdout.close()
+    received, child = on_a_terminal(args, environ, stdout=subprocess.PIPE)
+    assert child.wait(timeout=30) == 0
+    assert child.stdout is not None
+    assert json.loads(child.stdout.read())
+    child.stdout.close()
     return received.decode("utf-8")
 
 

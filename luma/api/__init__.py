@@ -178,7 +178,7 @@ def _start_with_handlers(checked: CheckedFile, program: Any, program_path: Path,
                          model: str | None, env: Mapping[str, str] | None,
                          approve: ApproveCallback | None, stderr: IO[str] | None,
                          verbose: bool, interactive: bool | None,
-                         script: list[Any] | None, trace_values: bool = True,
+                         script: list[Any] | None, trace_values: bool,
                          stand_in: Callable[[str], Callable[..., Any]] | None) -> Program:
     from luma.runtime.shared import SharedState
 

@@ -7,7 +7,8 @@ program's folder) followed by the ones given on the command line. The config's M
 (``{"mcp": ...}`` entries) are connected to and their tools listed, as at a run's start, so that
 a contract that disagrees with its server is reported where the tool is declared. Nothing is run
 except the modules' own import and the servers (no tool is called). A module is loaded once
-however many programs use it, and each of its problems is reported once.
+however many programs use it, a config's servers once per folder of programs, and each problem
+is reported once.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class HostCheck(Record):
     each program, if there is one."""
 
     __slots__ = ("tool_modules", "config", "_modules", "_configs", "_reported", "_texts",
-                 "_secrets", "_beside")
+                 "_secrets", "_beside", "_listed")
     __match_args__ = ("tool_modules", "config")
     __hash__ = None  # type: ignore[assignment]
 
@@ -85,6 +86,8 @@ class HostCheck(Record):
         self._beside: dict[str, str | None] = {}  # folder → its luma.config.json, if any
         # SecretRedactor of the MCP servers' URLs and headers, once there are
         self._secrets: Any = None
+        # config → project folder → its MCP servers' tools (McpListing), listed once
+        self._listed: dict[Path, dict[Path, list[Any]]] = {}
 
     def redact(self, report: str) -> str:
         """``report`` without the secrets of the MCP entries checked (a config line shown
@@ -178,7 +181,7 @@ class HostCheck(Record):
         what a run's start would refuse: a server that does not answer (E041, at its entry),
         a contract that disagrees with its server (E057, at the tool). The servers' tools, or
         None when a server did not answer."""
-        from luma.runtime.mcp_host import connect_mcp_servers, missing_extra
+        from luma.runtime.mcp_host import connect_mcp_servers, match_mcp_tools, missing_extra
         from luma.runtime.secrets import SecretRedactor, register_startup_secrets
 
         spans = config.mcp_spans
@@ -186,11 +189,20 @@ class HostCheck(Record):
         if missing is not None:
             self._report(out, "E041", missing, spans[min(spans)])
             return None
-        secrets = self._secrets = self._secrets or SecretRedactor()
-        register_startup_secrets(secrets, None, config.parsed, os.environ)
-        found = connect_mcp_servers(program, config.parsed, str(project), handled, os.environ,
-                                    secrets.redact)
-        found.close()
+        if self._secrets is None:
+            self._secrets = SecretRedactor()
+        listed = self._listed.get(config.path)
+        if listed is None:  # the config's first program: its secrets, once
+            listed = self._listed[config.path] = {}
+            register_startup_secrets(self._secrets, None, config.parsed, os.environ)
+        listings = listed.get(project)
+        if listings is None:  # connected once per folder (a command runs there)
+            listings = listed[project] = connect_mcp_servers(
+                config.parsed, str(project), os.environ, self._secrets.redact)
+            for listing in listings:
+                if listing.host is not None:
+                    listing.host.close()
+        found = match_mcp_tools(program, listings, handled)
         spans_of = {t.name: t.name_span for t in program.tools}
         answered = True
         for problem in found.problems:

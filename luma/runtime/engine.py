@@ -116,7 +116,7 @@ class Runtime:
     def _write(self, text: str) -> None:
         view = self.telemetry.view
         if view is not None and view.live:  # above the live display, not through it
-            self.telemetry.write(self.secrets.redact(text))
+            self.telemetry.write(text)  # the display redacts what it prints
         else:
             self.stderr.write(text)
 

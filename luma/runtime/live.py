@@ -18,23 +18,23 @@ VALUE_CHARS = 120
 """How much of an argument or a result a line shows."""
 
 
-_showing: list[LiveView] = []  # the one live display of the process, while it is up
+_showing: LiveView | None = None  # the one live display of the process, while it is up
 _showing_lock = threading.Lock()
 
 
-def view_for(stream: IO[str], redact: Callable[[str], str] = str) -> Any:
+def view_for(stream: IO[str], redact: Callable[[str], str]) -> Any:
     """The live display on a terminal, plain lines elsewhere — and for a run that starts while
     another run's display is up (one terminal holds one display)."""
+    global _showing
     try:
         terminal = stream.isatty()
     except (AttributeError, ValueError, OSError):
         terminal = False
     if terminal:
         with _showing_lock:
-            if not _showing:
-                view = LiveView(stream, redact=redact)
-                _showing.append(view)
-                return view
+            if _showing is None:
+                _showing = LiveView(stream, redact)
+                return _showing
     return PlainView(stream, redact)
 
 
@@ -111,7 +111,7 @@ class PlainView:
 
     live = False
 
-    def __init__(self, stream: IO[str], redact: Callable[[str], str] = str) -> None:
+    def __init__(self, stream: IO[str], redact: Callable[[str], str]) -> None:
         self.stream = stream
         self.redact = redact  # a second line of defence: the events come redacted
 
@@ -134,12 +134,11 @@ class LiveView:
 
     live = True
 
-    def __init__(self, stream: IO[str], console: Any = None,
-                 redact: Callable[[str], str] = str) -> None:
+    def __init__(self, stream: IO[str], redact: Callable[[str], str]) -> None:
         from rich.console import Console
         from rich.live import Live
 
-        self.console = console if console is not None else Console(file=stream, highlight=False)
+        self.console = Console(file=stream, highlight=False)
         self.redact = redact
         self.method: str | None = None
         self.models: dict[tuple[Any, ...], str] = {}
@@ -169,25 +168,26 @@ class LiveView:
                     del self.tools[_tool_key(record)]
         text = line(record) if event != "tool.start" else None
         if text is not None:
-            self._print(text)
+            self._print(self.redact(text))
         self._refresh()
 
     def write(self, text: str) -> None:
-        self._print(text.rstrip("\n"))
+        self._print(self.redact(text).rstrip("\n"))  # a secret may end with a newline
         self._refresh()
 
     def close(self) -> None:
+        global _showing
         if not self._stopped:
             self._stopped = True
             self._live.stop()
             with _showing_lock:
-                if self in _showing:
-                    _showing.remove(self)
+                if _showing is self:
+                    _showing = None
 
     def _print(self, text: str) -> None:
         from rich.text import Text
 
-        self.console.print(Text(self.redact(text)), soft_wrap=True)
+        self.console.print(Text(text), soft_wrap=True)
 
     def _refresh(self) -> None:
         if not self._stopped:

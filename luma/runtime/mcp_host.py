@@ -7,9 +7,10 @@ request), retries, caches, and applies the policies.
 
 At start-up :func:`open_mcp_servers` connects to each server once, lists its tools and checks
 them against the contracts (every problem at once); ``luma check`` does the same with
-:func:`connect_mcp_servers`, and calls nothing. A call runs on a connection of the calling
-event loop, opened on first use; a server that went away is started again once, then the call
-fails. The ``mcp`` SDK is imported only here.
+:func:`connect_mcp_servers` (once per config) and :func:`match_mcp_tools` (per program), and
+calls nothing. A call runs on a connection of the calling event loop, opened on first use; a
+server that went away is started again once, then the call fails. The ``mcp`` SDK is imported
+only here.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from luma.runtime.errors import StartError
+from luma.runtime.secrets import mcp_header_values, shown_url
 
 
 class McpToolError(Exception):
@@ -44,8 +45,7 @@ class McpServerHost:
     def __init__(self, where: str, label: str, cwd: str, *, command: list[str] | None = None,
                  env: dict[str, str] | None = None, url: str | None = None,
                  headers: dict[str, str] | None = None,
-                 redact: Callable[[str], str] = str) -> None:
-        self.where = where
+                 redact: Callable[[str], str]) -> None:
         self.label = label  # "the MCP server COMMAND" / "the MCP server at URL", for messages
         self.command = command
         self.env = env or {}
@@ -183,7 +183,7 @@ class McpServerHost:
                         f"{self.label} stopped during the call"
                         + (" (it is started again for the next call)" if attempt == 1 else
                            " again after a restart")) from None
-                raise McpToolError(self.redact(exc.message)) from None
+                raise McpToolError(exc.message) from None  # the pipeline redacts it
             except Exception as exc:  # the connection could not be made again
                 if self._stop is not None:
                     self._stop.set()
@@ -264,6 +264,18 @@ class McpProblem:
 
 
 @dataclass
+class McpListing:
+    """One configured server after :func:`connect_mcp_servers`: the tools it lists, by name,
+    or the problems that kept it from answering (``host`` None: it was not started)."""
+
+    index: int  # its index in tool_modules
+    server: Any  # its entry in the config
+    host: McpServerHost | None = None
+    tools: dict[str, Any] = field(default_factory=dict)
+    problems: list[McpProblem] = field(default_factory=list)
+
+
+@dataclass
 class McpServers:
     """What the config's MCP servers give a program."""
 
@@ -286,23 +298,16 @@ def missing_extra() -> str | None:
     return None
 
 
-def connect_mcp_servers(program: Any, config: Any, base_dir: str, handled: Iterable[str],
-                        environ: Mapping[str, str], redact: Callable[[str], str] = str
-                        ) -> McpServers:
-    """Connect to each of the config's MCP servers (the extra must be installed), list its
-    tools and match them to the program's tools that ``handled`` does not name: a handler for
-    each tool a server has (its own name, or its ``names`` entry), and a problem for each
-    server that does not answer and each parameter that disagrees. No tool is called."""
-    from luma.runtime.secrets import mcp_header_values
-    from luma.runtime.settings import tool_settings
-    from luma.schema.compile import SchemaCompiler, tool_input_name
-
-    schemas = SchemaCompiler(program)
-    declared = {t.name: t for t in program.tools if t.kind == "tool"}
-    taken = set(handled)
-    found = McpServers()
+def connect_mcp_servers(config: Any, base_dir: str, environ: Mapping[str, str],
+                        redact: Callable[[str], str]) -> list[McpListing]:
+    """Connect to each of the config's MCP servers (the extra must be installed) and list its
+    tools, or record why it gave none (a header variable that is not set, a server that does
+    not answer). No tool is called; :func:`match_mcp_tools` matches the lists to a program."""
+    listings = []
     for index, server in config.mcp_servers():
         where = f"tool_modules[{index}]"
+        listing = McpListing(index, server)
+        listings.append(listing)
         if server.command is not None:
             host = McpServerHost(where, f"the MCP server {' '.join(server.command)}", base_dir,
                                  command=list(server.command), env=dict(server.env),
@@ -311,7 +316,7 @@ def connect_mcp_servers(program: Any, config: Any, base_dir: str, handled: Itera
             headers = mcp_header_values(server, environ)
             unset = [(name, server.headers[name]) for name, v in headers.items() if v is None]
             for name, ref in unset:
-                found.problems.append(McpProblem(
+                listing.problems.append(McpProblem(
                     f"{where}.mcp.headers.{name}: the environment variable {ref.env} is not "
                     "set", index, label=f"the MCP server at {shown_url(server.url)}"))
             if unset:
@@ -319,24 +324,48 @@ def connect_mcp_servers(program: Any, config: Any, base_dir: str, handled: Itera
             host = McpServerHost(where, f"the MCP server at {shown_url(server.url)}", base_dir,
                                  url=server.url, redact=redact,
                                  headers={k: v for k, v in headers.items() if v is not None})
-        found.hosts.append(host)
+        listing.host = host
         try:
-            listed = host.start()
+            listing.tools = {t.name: t for t in host.start()}
         except McpToolError as exc:  # a server that does not start or does not speak MCP
-            found.problems.append(McpProblem(f"{where}: {host.label} did not answer: {exc}",
-                                             index, label=host.label))
+            listing.problems.append(McpProblem(f"{where}: {host.label} did not answer: {exc}",
+                                               index, label=host.label))
+    return listings
+
+
+def match_mcp_tools(program: Any, listings: list[McpListing], handled: Iterable[str]
+                    ) -> McpServers:
+    """Match the servers' tools to the program's tools that ``handled`` does not name: a
+    handler for each tool a server has (its own name, or its ``names`` entry; the first server
+    that has it), and a problem for each server that did not answer and each parameter that
+    disagrees, in the servers' order."""
+    from luma.runtime.settings import tool_settings
+    from luma.schema.compile import SchemaCompiler, tool_input_name
+
+    schemas = SchemaCompiler(program)
+    declared = {t.name: t for t in program.tools if t.kind == "tool"}
+    taken = set(handled)
+    found = McpServers()
+    for listing in listings:
+        found.problems.extend(listing.problems)
+        host = listing.host
+        if host is None:
             continue
-        offered = {t.name: t for t in listed}
+        found.hosts.append(host)
+        if listing.problems:
+            continue  # it did not answer
+        offered = listing.tools
         found.offered.extend(offered)
         for name, tool in declared.items():
             if name in taken or name in found.handlers:
                 continue
-            server_name = server.names.get(name, name)
+            server_name = listing.server.names.get(name, name)
             spec = offered.get(server_name)
             if spec is None:
                 continue
             found.problems.extend(
-                McpProblem(message, index, name, host.label) for message in _disagreements(
+                McpProblem(message, listing.index, name, host.label)
+                for message in _disagreements(
                     name, schemas.standalone(tool_input_name(name)), spec.input_schema or {}))
             found.handlers[name] = _handler(host, server_name,
                                             tool_settings(tool).side_effects != "write")
@@ -344,7 +373,7 @@ def connect_mcp_servers(program: Any, config: Any, base_dir: str, handled: Itera
 
 
 def open_mcp_servers(program: Any, config: Any, base_dir: str, handled: Mapping[str, Any],
-                     environ: Mapping[str, str], redact: Callable[[str], str] = str
+                     environ: Mapping[str, str], redact: Callable[[str], str]
                      ) -> tuple[dict[str, Any], list[str], list[McpServerHost]]:
     """The handlers the config's MCP servers give the program's tools without one, and every
     tool name the servers offer; raises :class:`StartError` with every problem (a server that
@@ -355,19 +384,12 @@ def open_mcp_servers(program: Any, config: Any, base_dir: str, handled: Mapping[
     missing = missing_extra()
     if missing is not None:
         raise StartError([missing])
-    found = connect_mcp_servers(program, config, base_dir, handled, environ, redact)
+    found = match_mcp_tools(program, connect_mcp_servers(config, base_dir, environ, redact),
+                            handled)
     if found.problems:
         found.close()
         raise StartError([p.message for p in found.problems])
     return found.handlers, found.offered, found.hosts
-
-
-def shown_url(url: str) -> str:
-    """An MCP server's URL as messages show it: without its user information, query and
-    fragment, which may hold a token."""
-    parts = urlsplit(url)
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def _handler(host: McpServerHost, server_tool: str, resend: bool) -> Any:

@@ -55,10 +55,10 @@ class Telemetry:
     def __init__(self, trace_path: str | None = None, *, verbose: bool = False,
                  stderr: IO[str] | None = None, redactor: SecretRedactor | None = None,
                  history: int = HISTORY, shared: SharedTrace | None = None,
-                 listener: EventListener | None = None, view: View | None = None) -> None:
+                 listener: EventListener | None = None) -> None:
         self._history: deque[dict[str, Any]] = deque(maxlen=max(0, history))
         self.emitted = 0  # every event of the run, kept or not
-        self.verbose = verbose or view is not None
+        self.verbose = verbose
         self.stderr = stderr if stderr is not None else sys.stderr
         self.redactor = redactor if redactor is not None else SecretRedactor()
         self.listener = listener
@@ -71,15 +71,14 @@ class Telemetry:
         self._sink = shared
         self._lock = shared.lock if shared is not None else threading.Lock()
         # -v: a live display on a terminal, plain lines elsewhere (luma.runtime.live)
-        if view is None and self.verbose:
+        self.view: View | None = None
+        if verbose:
             from luma.runtime.live import view_for
 
-            view = view_for(self.stderr, self.redactor.redact)
-        self.view = view
+            self.view = view_for(self.stderr, self.redactor.redact)
         # someone watches the run as it goes: tool calls also emit a tool.start event
         self.watching = self.verbose or shared is not None
         # tool.start and tool.call carry the call's input and result (redacted)
-        self.trace_values = shared is None or shared.values
         self.values = self.verbose or (shared is not None and shared.values)
 
     @property
@@ -102,10 +101,11 @@ class Telemetry:
         with self._lock:
             self.emitted += 1
             self._history.append(record)
-            trace = self._sink.stream if self._sink is not None else None
-            if trace is not None:
+            sink = self._sink
+            trace = sink.stream if sink is not None else None
+            if sink is not None and trace is not None:  # sink.values: --trace-no-values
                 written = record
-                if not self.trace_values and ("input" in record or "result" in record):
+                if not sink.values and ("input" in record or "result" in record):
                     written = {k: v for k, v in record.items() if k not in _VALUES}
                 line = redactor.redact(json.dumps(written, ensure_ascii=False, default=str))
                 try:
@@ -135,14 +135,10 @@ class Telemetry:
                           f"{exc.strerror or exc}; the trace is incomplete\n")
 
     def write(self, text: str) -> None:
-        """A line for stderr (a warning, a ``print``): above the live display when there is
-        one, else straight to stderr."""
-        view = self.view
-        if view is not None and view.live:
-            with self._lock:
-                view.write(text)
-        else:
-            self.stderr.write(text)
+        """A line for stderr (a warning, a ``print``) above the live display (``view.live``)."""
+        assert self.view is not None
+        with self._lock:
+            self.view.write(text)
 
     def close(self) -> None:
         """The end of the run: the live display stops; a trace of its own is closed, a shared
