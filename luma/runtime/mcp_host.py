@@ -23,9 +23,9 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from luma.runtime.errors import StartError
-from luma.runtime.secrets import mcp_header_values, shown_url
 
 
 class McpToolError(Exception):
@@ -303,6 +303,8 @@ def connect_mcp_servers(config: Any, base_dir: str, environ: Mapping[str, str],
     """Connect to each of the config's MCP servers (the extra must be installed) and list its
     tools, or record why it gave none (a header variable that is not set, a server that does
     not answer). No tool is called; :func:`match_mcp_tools` matches the lists to a program."""
+    from luma.runtime.secrets import mcp_header_values
+
     listings = []
     for index, server in config.mcp_servers():
         where = f"tool_modules[{index}]"
@@ -390,6 +392,14 @@ def open_mcp_servers(program: Any, config: Any, base_dir: str, handled: Mapping[
         found.close()
         raise StartError([p.message for p in found.problems])
     return found.handlers, found.offered, found.hosts
+
+
+def shown_url(url: str) -> str:
+    """An MCP server's URL as messages show it: without its user information, query and
+    fragment, which may hold a token."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def _handler(host: McpServerHost, server_tool: str, resend: bool) -> Any:

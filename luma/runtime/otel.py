@@ -252,10 +252,14 @@ def export_from_environment(env: Mapping[str, str], warn: Callable[[str], None],
 
 def _shown(endpoint: str) -> str:
     """The endpoint as a warning names it: without a user, a password or a query."""
-    from luma.runtime.secrets import shown_url
+    from urllib.parse import urlunsplit
 
     try:
-        return shown_url(endpoint)
+        parts = urlsplit(endpoint.strip())
+        host = parts.hostname or ""
+        if parts.port is not None:
+            host = f"{host}:{parts.port}"
+        return urlunsplit((parts.scheme, host, parts.path, "", ""))
     except ValueError:
         return "the OTLP endpoint"
 

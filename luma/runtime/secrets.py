@@ -20,7 +20,7 @@ import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import IO, Any
-from urllib.parse import quote, quote_plus, unquote, urlsplit, urlunsplit
+from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 PLACEHOLDER = "[secret]"
 MIN_SECRET_LENGTH = 6
@@ -221,14 +221,6 @@ def mcp_url_secrets(url: str) -> list[str]:
     if parts.fragment:
         out.append(parts.fragment)
     return [s for s in out if s]
-
-
-def shown_url(url: str) -> str:
-    """A URL as messages show it: without its user information, query and fragment, which may
-    hold a token. Raises ValueError for a URL that does not parse."""
-    parts = urlsplit(url)
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def mcp_header_values(server: Any, env: Mapping[str, str]) -> dict[str, str | None]:
